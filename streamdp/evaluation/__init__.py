@@ -1,0 +1,1 @@
+"""Evaluation helpers: agreement of detected events with reference events."""

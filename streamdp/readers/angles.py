@@ -1,0 +1,33 @@
+"""Gaze given as angles: a CSV with ``Timestamp`` (s) and ``Theta``/``Phi`` (radians), as the
+cateyes test data. Theta is taken as azimuth, Phi as elevation; they are mapped to normalized
+scene coordinates through the detector's camera model, so the detector sees the angles back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..gaze import GazeBatch, Recording
+from ..kernels.geometry import CAMERA_FOV_DEG, degrees_to_norm
+from .pupil import _check_numbers, _column, _read_csv
+
+
+def read_angles_csv(path: Path, fov_deg: tuple[float, float] = CAMERA_FOV_DEG["pupil_core_720p"]) -> Recording:
+    path = Path(path)
+    header, rows = _read_csv(path, ("Timestamp", "Theta", "Phi"))
+    if not rows:
+        raise InputError(f"{path}: no rows")
+    t = _column(path, header, rows, "Timestamp")
+    _check_numbers(path, "Timestamp", t)
+    th = np.degrees(_column(path, header, rows, "Theta"))
+    ph = np.degrees(_column(path, header, rows, "Phi"))
+    valid = np.isfinite(th) & np.isfinite(ph)
+    out = valid & ((np.abs(th) >= 89.0) | (np.abs(ph) >= 89.0))
+    if np.any(out):
+        row = int(np.flatnonzero(out)[0]) + 2
+        raise InputError(f"{path}: row {row}: angle ({th[row - 2]:.1f}°, {ph[row - 2]:.1f}°) beyond ±89°")
+    x, y = degrees_to_norm(th, ph, fov_deg)
+    gaze = GazeBatch.from_arrays(t=t, x=x, y=y, valid=valid, source=str(path))
+    return Recording(gaze=gaze, blinks=None, name=path.stem)

@@ -1,0 +1,25 @@
+"""Shared fixtures. Tests that need ../shared/data skip cleanly where it is absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(os.environ.get("STREAMDP_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real recordings not available at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+def shared(*parts: str) -> Path:
+    """Path inside ../shared/data, skipping the test when it is missing."""
+    p = SHARED_DATA.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"real recording not available: {p}")
+    return p
