@@ -26,7 +26,7 @@ def step_response(
     >>> t = np.arange(6) * 0.1; conf = np.array([1, 1, 1, 0, 0, 0.0])
     >>> p = np.concatenate([[0.0], np.cumsum(conf)])
     >>> step_response(t, p, np.arange(6), 0.2).round(3).tolist()
-    [0.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+    [0.0, 0.0, 0.5, 1.0, 0.5, 0.0]
     """
     tq = t[query]
     a = np.searchsorted(t, tq - half - 1e-12, side="left")
