@@ -105,18 +105,24 @@ def test_clipping_is_reported():
 
 def test_huge_epsilon_returns_the_truncated_reconstruction():
     x = _x(64)
-    for transform in ("dft", "dct"):
-        m = cfpa(epsilon=1e12, bounds=B, chunk_length=64, transform=transform, k=32 if transform == "dft" else 64)
-        np.testing.assert_allclose(m.privatize(x, secure_generator(0)).values, x, atol=1e-6 * B.width.max())
-        m = dcfpa(epsilon=1e12, bounds=B, chunk_length=64, transform="dct", k=64)
-        np.testing.assert_allclose(m.privatize(x, secure_generator(0)).values, x, atol=1e-6 * B.width.max())
+    for transform, k in (("dft", 32), ("dct", 64), ("dct", 5)):
+        for m in (
+            cfpa(epsilon=1e12, bounds=B, chunk_length=64, transform=transform, k=k),
+            dcfpa(epsilon=1e12, bounds=B, chunk_length=64, transform=transform, k=k),
+        ):
+            xh, _ = m._prepare(x)
+            got = m.privatize(x, secure_generator(0)).values
+            np.testing.assert_allclose(got, m.noiseless(xh), rtol=0, atol=1e-6 * B.width.max())
+    lossless = dcfpa(epsilon=1e12, bounds=B, chunk_length=64, transform="dct", k=64)
+    np.testing.assert_allclose(lossless.privatize(x, secure_generator(0)).values, x, atol=1e-6 * B.width.max())
 
 
 def test_lpa_and_steil_scales_follow_their_documented_formulas():
     lpa = LaplacePerturbation(epsilon=2.0, bounds=B, chunk_length=32)
-    np.testing.assert_allclose(lpa.noise_scale, 32 * B.width / 2.0, rtol=1e-5)
+    # within the lattice charge of m·γ, γ ≈ 2^-20 of the scale
+    np.testing.assert_allclose(lpa.noise_scale, 32 * B.width / 2.0, rtol=1e-4)
     st = SteilSubsampling(epsilon=2.0, bounds=B, chunk_length=32, window=8)
-    np.testing.assert_allclose(st.noise_scale, 2 * (32 / 8) * B.width / 2.0, rtol=1e-5)
+    np.testing.assert_allclose(st.noise_scale, 2 * (32 / 8) * B.width / 2.0, rtol=1e-4)
 
 
 @pytest.mark.parametrize(("transform", "gain"), [("dft", lambda n, k: math.sqrt(n * k)), ("dct", lambda n, k: math.sqrt(k))])

@@ -18,7 +18,7 @@ def nmse(original: NDArray[np.float64], noisy: NDArray[np.float64]) -> NDArray[n
     Examples
     --------
     >>> nmse(np.array([[1.0], [3.0]]), np.array([[2.0], [2.0]])).round(3).tolist()
-    [0.5]
+    [0.25]
     """
     x = np.asarray(original, dtype=np.float64)
     y = np.asarray(noisy, dtype=np.float64)
