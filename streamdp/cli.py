@@ -14,6 +14,7 @@ import numpy as np
 from .errors import StreamdpError
 from .kernels.geometry import CAMERA_FOV_DEG
 from .pipeline import FeaturePipeline
+from .privacy.release import PrivateRelease
 from .schema import FEATURE_NAMES
 from .stages.events import EventConfig
 from .stages.features import FeatureRows, WindowConfig
@@ -104,6 +105,196 @@ def _features(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_mechanism_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("privacy")
+    g.add_argument("--mechanism", choices=("dcfpa", "cfpa", "lpa", "steil"), default="dcfpa")
+    g.add_argument("--epsilon", type=float, default=1.0, help="ε per feature per chunk (default 1)")
+    g.add_argument("--chunk-length", type=int, default=64, help="steps per chunk, a power of two (default 64)")
+    g.add_argument("--transform", choices=("dft", "dct"), default="dft")
+    g.add_argument("--k", default=None, help="coefficients kept (default: the public default), or 'private'")
+    g.add_argument("--sensitivity", choices=("bound", "tight"), default="bound")
+    g.add_argument("--bounds", help="bounds profile (TOML or JSON); default: the shipped profile")
+    g.add_argument("--unit", choices=("chunk", "w-event", "session"), default="chunk")
+    g.add_argument("--budget", type=float, help="ε budget of the w-event or session unit")
+    g.add_argument("--w", type=int, help="w of the w-event unit")
+    g.add_argument("--seed", type=int, help="seed for reproducible research (default: OS entropy)")
+
+
+def _mechanism_from(args: argparse.Namespace, bounds=None):
+    from .privacy import BoundsProfile, default_profile, make_mechanism
+
+    if bounds is None:
+        bounds = BoundsProfile.load(args.bounds) if args.bounds else default_profile()
+    k: int | str | None = None
+    if args.k is not None:
+        k = "private" if args.k == "private" else _int_option("--k", args.k)
+    return make_mechanism(
+        args.mechanism,
+        epsilon=args.epsilon,
+        bounds=bounds,
+        chunk_length=args.chunk_length,
+        transform=args.transform,
+        k=k,
+        sensitivity=args.sensitivity,
+    )
+
+
+def _int_option(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise StreamdpError(f"{name} must be an integer or 'private', got {value!r}") from None
+
+
+def _unit_from(args: argparse.Namespace):
+    from .privacy.accountant import PrivacyUnit
+
+    return PrivacyUnit(args.unit, w=args.w, budget=args.budget)
+
+
+def _print_release(rel: PrivateRelease) -> None:
+    out = sys.stdout
+    led = rel.ledger
+    idx = [0, 14, 21, 27]
+    vals = "  ".join(f"{rel.names[i]}={rel.values[:, i].mean():.3g}" for i in idx)
+    print(
+        f"chunk {led['chunk_index']}: {rel.topic}  t={rel.t[0]:.1f}..{rel.t[-1]:.1f}s  n={len(rel.t)}  {vals}",
+        file=out,
+    )
+    print(
+        f"  ledger: ε/feature={led['epsilon_per_feature']:g} ε/chunk={led['epsilon_chunk']:g} "
+        f"spent={led['epsilon_spent']:g} unit={led['unit']} k={led.get('k', '-')} "
+        f"clipped={led['clipped_fraction']:.1%} raw-gaze ε≤{led['raw_gaze_epsilon']:g} "
+        f"bounds={led['bounds_digest']}",
+        file=out,
+    )
+
+
+@_command("demo")
+def _demo(args: argparse.Namespace) -> int:
+    from .pipeline import PrivatePipeline
+    from .privacy import secure_generator
+    from .synthetic import generate
+
+    rec = generate(duration=args.seconds, rate=200.0, seed=0).recording
+    mech = _mechanism_from(args)
+    rng = secure_generator(args.seed)
+    pipe = PrivatePipeline(mech, unit=_unit_from(args), rng=rng)
+    print(
+        f"streamdp demo: {args.seconds:g} s of synthetic 200 Hz gaze → 52 features every 0.5 s → "
+        f"{mech.name} chunks of {mech.chunk_length} steps",
+        file=sys.stderr,
+    )
+    releases = pipe.run(rec)
+    for rel in releases:
+        _print_release(rel)
+    if pipe.privatizer.exhausted:
+        print(f"budget: {pipe.privatizer.exhausted_message}", file=sys.stderr)
+    return 0 if releases else 1
+
+
+@_command("audit")
+def _audit(args: argparse.Namespace) -> int:
+    from .privacy import cfpa, dcfpa, default_profile, make_mechanism
+    from .privacy.audit import audit
+    from .schema import FEATURE_INDEX
+
+    if args.feature not in FEATURE_INDEX:
+        raise StreamdpError(f"--feature {args.feature!r} is not one of the 52 feature names")
+    one = default_profile().select([FEATURE_INDEX[args.feature]])
+    configs = []
+    for name in args.mechanisms:
+        if name in ("lpa", "steil"):
+            configs.append(make_mechanism(name, epsilon=args.epsilon, bounds=one, chunk_length=args.chunk_length))
+            continue
+        factory = dcfpa if name == "dcfpa" else cfpa
+        for transform in args.transforms:
+            for sens in args.sensitivities:
+                configs.append(
+                    factory(
+                        epsilon=args.epsilon,
+                        bounds=one,
+                        chunk_length=args.chunk_length,
+                        transform=transform,
+                        k=args.k,
+                        sensitivity=sens,
+                    )
+                )
+    print(
+        f"{'mechanism':10s} {'transform':9s} {'k':>3s} {'sensitivity':12s} {'ε claimed':>9s} "
+        f"{'ε lower bound':>13s}  result  ({args.runs} runs per input, {1 - args.alpha:.0%} confidence)"
+    )
+    failed = 0
+    for m in configs:
+        res = audit(m, runs=args.runs, alpha=args.alpha, seed=args.seed or 0)
+        d = res.config
+        failed += not res.passed
+        print(
+            f"{res.mechanism:10s} {d.get('transform', '-'):9s} {d.get('k', '-')!s:>3s} "
+            f"{d.get('sensitivity', '-'):12s} {res.epsilon_claimed:9.3g} {res.epsilon_lower_bound:13.3f}  "
+            f"{'ok' if res.passed else 'VIOLATED'}"
+        )
+    return 1 if failed else 0
+
+
+@_command("heatmap")
+def _heatmap(args: argparse.Namespace) -> int:
+    from .events import EventBatch
+    from .kernels.geometry import CAMERA_FOV_DEG, degrees_to_norm
+    from .privacy import secure_generator
+    from .privacy.heatmap import HeatmapGaussian, HeatmapLaplace, gaze_map, optimal_cap
+    from .readers import read_recording
+    from .stages.events import EventConfig, EventDetector
+
+    try:
+        h, w = (int(v) for v in args.shape.lower().split("x"))
+    except ValueError:
+        raise StreamdpError(f"--shape must be HEIGHTxWIDTH, e.g. 48x64, got {args.shape!r}") from None
+    maps = []
+    for path in args.paths:
+        rec = read_recording(path)
+        fov = CAMERA_FOV_DEG[rec.camera or "pupil_core_720p"]
+        det = EventDetector(EventConfig(fov_deg=fov))
+        ev = EventBatch.concat([det.update(rec.gaze), det.flush()])
+        nx, ny = degrees_to_norm(ev.fixations.x, ev.fixations.y, fov)
+        maps.append(gaze_map(nx, ny, (h, w), cap=10**9))
+    arr = np.asarray(maps)
+    cap_note = "public"
+    if args.cap == "auto":
+        probe = HeatmapGaussian(epsilon=args.epsilon, delta=args.delta, cap=1, n_observers=len(maps), shape=(h, w))
+        cap = optimal_cap(arr, probe.sigma)
+        cap_note = "chosen from the data by Liu et al. Algorithm 1: NOT covered by the guarantee"
+    else:
+        cap = _int_option("--cap", args.cap)
+    mech: HeatmapGaussian | HeatmapLaplace
+    if args.mechanism == "gaussian":
+        gauss = HeatmapGaussian(epsilon=args.epsilon, delta=args.delta, cap=cap, n_observers=len(maps), shape=(h, w))
+        guarantee = f"({args.epsilon:g}, {args.delta:g})-DP per observer, σ = {gauss.sigma:.4g}"
+        mech = gauss
+    else:
+        lap = HeatmapLaplace(epsilon=args.epsilon, cap=cap, n_observers=len(maps), shape=(h, w))
+        guarantee = f"{args.epsilon:g}-DP per observer, Laplace scale {lap.scale:.4g}"
+        mech = lap
+    noisy = mech.privatize(arr, secure_generator(args.seed))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.save(out, noisy)
+    png = Path(args.png) if args.png else out.with_suffix(".png")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(w / 8 + 1.5, h / 8 + 0.8))
+    im = ax.imshow(noisy, cmap="inferno", extent=(0, 1, 0, 1), aspect="auto")
+    ax.set_title(f"{mech.name}: {len(maps)} observers, cap {cap}", fontsize=9)
+    fig.colorbar(im, ax=ax, label="fixations per observer")
+    fig.savefig(png, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    print(f"wrote {out} and {png}: {guarantee}; cap m = {cap} ({cap_note})", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamdp",
@@ -123,6 +314,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--synthetic", type=float, metavar="SECONDS", help="length of synthetic gaze when no path")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic gaze")
     _add_pipeline_options(p)
+
+    p = sub.add_parser("demo", help="end-to-end run on embedded synthetic gaze: sanitized chunks and their ledger")
+    p.add_argument("--seconds", type=float, default=150.0, help="length of the synthetic gaze (default 150)")
+    _add_mechanism_options(p)
+
+    p = sub.add_parser("audit", help="empirical privacy audit: a high-confidence lower bound on ε")
+    p.add_argument(
+        "--mechanisms", nargs="+", default=["lpa", "cfpa", "dcfpa", "steil"], choices=("lpa", "cfpa", "dcfpa", "steil")
+    )
+    p.add_argument("--transforms", nargs="+", default=["dft", "dct"], choices=("dft", "dct"))
+    p.add_argument("--sensitivities", nargs="+", default=["bound", "tight"], choices=("bound", "tight"))
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--chunk-length", type=int, default=32)
+    p.add_argument("--k", type=int, default=2)
+    p.add_argument("--feature", default="fixation_rate", help="the feature whose bounds are audited")
+    p.add_argument("--runs", type=int, default=20000, help="runs per neighbouring input")
+    p.add_argument("--alpha", type=float, default=0.01, help="1 - confidence of the bound")
+    p.add_argument("--seed", type=int, default=0)
+
+    p = sub.add_parser("heatmap", help="differentially private fixation heatmap over many recordings (Liu et al.)")
+    p.add_argument("paths", nargs="+", help="recordings, one per observer")
+    p.add_argument("--out", required=True, help="output .npy (a PNG is written beside it)")
+    p.add_argument("--png", help="PNG picture path (default: --out with .png)")
+    p.add_argument("--mechanism", choices=("gaussian", "laplace"), default="gaussian")
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--cap", default="1", help="per-pixel cap m (public), or 'auto' for Algorithm 1 (not private)")
+    p.add_argument("--shape", default="24x32", help="HEIGHTxWIDTH of the map (default 24x32)")
+    p.add_argument("--seed", type=int, help="seed (default: OS entropy)")
     return parser
 
 

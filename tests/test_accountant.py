@@ -13,11 +13,20 @@ def _acc(unit, eps_chunk=2.0):
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        pytest.param({"kind": "user"}, ValueError, "unit must be one of chunk, w-event, session, got 'user'", id="kind"),
+        pytest.param(
+            {"kind": "user"}, ValueError, "unit must be one of chunk, w-event, session, got 'user'", id="kind"
+        ),
         pytest.param({"kind": "w-event", "budget": 5.0}, TypeError, "w must be an int", id="w-missing"),
         pytest.param({"kind": "w-event", "w": 0, "budget": 5.0}, ValueError, "w must be ≥ 1, got 0", id="w-zero"),
-        pytest.param({"kind": "session"}, TypeError, "budget must be a number for the session unit", id="budget-missing"),
-        pytest.param({"kind": "session", "budget": -1.0}, ValueError, "budget must be finite and > 0, got -1.0", id="budget-negative"),
+        pytest.param(
+            {"kind": "session"}, TypeError, "budget must be a number for the session unit", id="budget-missing"
+        ),
+        pytest.param(
+            {"kind": "session", "budget": -1.0},
+            ValueError,
+            "budget must be finite and > 0, got -1.0",
+            id="budget-negative",
+        ),
         pytest.param({"kind": "session", "budget": float("nan")}, ValueError, "budget must be finite", id="budget-nan"),
     ],
 )
@@ -46,7 +55,7 @@ def test_session_budget_stops_releases_and_says_so():
 
 
 def test_w_event_budget_is_checked_at_construction_and_reported():
-    with pytest.raises(ValueError, match="w-event budget 5.0 is below w·ε_chunk = 3·2 = 6"):
+    with pytest.raises(ValueError, match=r"w-event budget 5\.0 is below w·ε_chunk = 3·2 = 6"):
         _acc(PrivacyUnit("w-event", w=3, budget=5.0))
     acc = _acc(PrivacyUnit("w-event", w=3, budget=6.0))
     entries = [acc.charge() for _ in range(5)]

@@ -20,13 +20,45 @@ def _broken(m, attr, factor):
 
 
 CASES = [
-    pytest.param(lambda: make_mechanism("lpa", epsilon=1.0, bounds=ONE, chunk_length=32), "noise_scale", 32, id="lpa-without-n"),
-    pytest.param(lambda: make_mechanism("steil", epsilon=1.0, bounds=ONE, chunk_length=32, window=8), "noise_scale", 8, id="steil-without-2n/w"),
-    pytest.param(lambda: cfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dft", k=2), "noise_scales", math.sqrt(32), id="cfpa-dft-without-sqrt-n"),
-    pytest.param(lambda: cfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dct", k=2, sensitivity="tight"), "noise_scales", 4, id="cfpa-dct-quarter-noise"),
-    pytest.param(lambda: dcfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dft", k=2), "noise_scales", math.sqrt(32), id="dcfpa-dft-without-sqrt-n"),
-    pytest.param(lambda: dcfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dft", k=2, sensitivity="tight"), "noise_scales", 4, id="dcfpa-dft-tight-quarter-noise"),
-    pytest.param(lambda: dcfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dct", k=2, sensitivity="tight"), "noise_scales", 4, id="dcfpa-dct-quarter-noise"),
+    pytest.param(
+        lambda: make_mechanism("lpa", epsilon=1.0, bounds=ONE, chunk_length=32), "noise_scale", 32, id="lpa-without-n"
+    ),
+    pytest.param(
+        lambda: make_mechanism("steil", epsilon=1.0, bounds=ONE, chunk_length=32, window=8),
+        "noise_scale",
+        8,
+        id="steil-without-2n/w",
+    ),
+    pytest.param(
+        lambda: cfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dft", k=2),
+        "noise_scales",
+        math.sqrt(32),
+        id="cfpa-dft-without-sqrt-n",
+    ),
+    pytest.param(
+        lambda: cfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dct", k=2, sensitivity="tight"),
+        "noise_scales",
+        4,
+        id="cfpa-dct-quarter-noise",
+    ),
+    pytest.param(
+        lambda: dcfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dft", k=2),
+        "noise_scales",
+        math.sqrt(32),
+        id="dcfpa-dft-without-sqrt-n",
+    ),
+    pytest.param(
+        lambda: dcfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dft", k=2, sensitivity="tight"),
+        "noise_scales",
+        4,
+        id="dcfpa-dft-tight-quarter-noise",
+    ),
+    pytest.param(
+        lambda: dcfpa(epsilon=1.0, bounds=ONE, chunk_length=32, transform="dct", k=2, sensitivity="tight"),
+        "noise_scales",
+        4,
+        id="dcfpa-dct-quarter-noise",
+    ),
 ]
 
 

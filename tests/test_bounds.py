@@ -37,7 +37,7 @@ def _write(tmp_path, suffix, data):
     else:
         lines = ["[features]"]
         for name, e in data.items():
-            lines.append(f'{name} = {{ lo = {e["lo"]!r}, hi = {e["hi"]!r}, r = {e["r"]!r} }}')
+            lines.append(f"{name} = {{ lo = {e['lo']!r}, hi = {e['hi']!r}, r = {e['r']!r} }}")
         path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -55,11 +55,25 @@ def test_user_profile_round_trip(tmp_path, suffix):
     ("edit", "message"),
     [
         pytest.param(lambda d: d.pop("blink_rate"), "missing feature\\(s\\) blink_rate", id="missing-feature"),
-        pytest.param(lambda d: d.update(extra={"lo": 0, "hi": 1, "r": 1}), "unknown feature\\(s\\) extra", id="unknown-feature"),
-        pytest.param(lambda d: d.update(fixation_rate={"lo": 5.0, "hi": 5.0, "r": 1.0}), "lo \\(5.0\\) must be below hi", id="lo-not-below-hi"),
-        pytest.param(lambda d: d.update(fixation_rate={"lo": 0.0, "hi": 5.0, "r": 0.0}), "r \\(0.0\\) must be > 0", id="r-zero"),
-        pytest.param(lambda d: d.update(fixation_rate={"lo": 0.0, "hi": "x", "r": 1.0}), "hi is 'x', not a number", id="not-a-number"),
-        pytest.param(lambda d: d.update(fixation_rate={"lo": 0.0, "hi": 5.0}), "fixation_rate has no r", id="missing-key"),
+        pytest.param(
+            lambda d: d.update(extra={"lo": 0, "hi": 1, "r": 1}), "unknown feature\\(s\\) extra", id="unknown-feature"
+        ),
+        pytest.param(
+            lambda d: d.update(fixation_rate={"lo": 5.0, "hi": 5.0, "r": 1.0}),
+            "lo \\(5.0\\) must be below hi",
+            id="lo-not-below-hi",
+        ),
+        pytest.param(
+            lambda d: d.update(fixation_rate={"lo": 0.0, "hi": 5.0, "r": 0.0}), "r \\(0.0\\) must be > 0", id="r-zero"
+        ),
+        pytest.param(
+            lambda d: d.update(fixation_rate={"lo": 0.0, "hi": "x", "r": 1.0}),
+            "hi is 'x', not a number",
+            id="not-a-number",
+        ),
+        pytest.param(
+            lambda d: d.update(fixation_rate={"lo": 0.0, "hi": 5.0}), "fixation_rate has no r", id="missing-key"
+        ),
         pytest.param(lambda d: d.update(fixation_rate={"lo": 0.0, "hi": True, "r": 1.0}), "not a number", id="bool"),
     ],
 )
@@ -73,7 +87,7 @@ def test_bad_user_profile_is_refused_naming_the_feature(tmp_path, edit, message)
 def test_nan_bound_and_bad_files(tmp_path):
     bad = tmp_path / "p.json"
     bad.write_text('{"fixation_rate": {"lo": NaN, "hi": 1, "r": 1}}')
-    with pytest.raises(InputError, match="not a finite number|missing"):
+    with pytest.raises(InputError, match=r"not a finite number|missing"):
         BoundsProfile.load(bad)
     broken = tmp_path / "p.toml"
     broken.write_text("[features\n")

@@ -64,3 +64,57 @@ def test_bad_input_exits_2_with_a_message_and_no_traceback(tmp_path, capsys, arg
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_demo_prints_sanitized_chunks_with_their_ledger(capsys):
+    assert main(["demo", "--seed", "3", "--seconds", "100"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("chunk 0: streamdp.features.dcfpa")
+    assert sum(line.startswith("chunk ") for line in lines) == 2  # steps at 30..99.5 s: 140, two chunks of 64
+    assert "ε/chunk=52" in out and "raw-gaze ε≤104" in out
+
+
+def test_demo_with_a_session_budget_reports_exhaustion(capsys):
+    assert main(["demo", "--seed", "1", "--chunk-length", "32", "--unit", "session", "--budget", "104"]) == 0
+    captured = capsys.readouterr()
+    assert sum(line.startswith("chunk ") for line in captured.out.splitlines()) == 2
+    assert "nothing more is released" in captured.err
+
+
+def test_demo_refuses_bad_privacy_options(capsys):
+    assert main(["demo", "--epsilon", "0"]) == 2
+    assert "epsilon must be finite and > 0, got 0.0" in capsys.readouterr().err
+    assert main(["demo", "--chunk-length", "48"]) == 2
+    assert "chunk_length must be a power of two" in capsys.readouterr().err
+    assert main(["demo", "--k", "many"]) == 2
+    assert "--k must be an integer or 'private'" in capsys.readouterr().err
+
+
+def test_audit_command_passes_for_correct_mechanisms(capsys):
+    argv = [
+        "audit",
+        "--mechanisms",
+        "dcfpa",
+        "lpa",
+        "--transforms",
+        "dft",
+        "--sensitivities",
+        "bound",
+        "--runs",
+        "2000",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "dcfpa" in out and "lpa" in out and "VIOLATED" not in out
+
+
+def test_heatmap_command_writes_npy_and_png(tmp_path, capsys):
+    out = tmp_path / "map.npy"
+    rec = str(shared("cateyes_119hz", "test_data_full.csv"))
+    assert (
+        main(["heatmap", rec, rec, "--out", str(out), "--mechanism", "laplace", "--shape", "12x16", "--seed", "0"]) == 0
+    )
+    assert np.load(out).shape == (12, 16)
+    assert (tmp_path / "map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "-DP per observer" in capsys.readouterr().err

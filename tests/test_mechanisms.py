@@ -37,16 +37,32 @@ def _x(n=32, seed=0):
         pytest.param({"epsilon": math.inf}, ValueError, "epsilon must be finite", id="epsilon-inf"),
         pytest.param({"epsilon": True}, TypeError, "epsilon must be a real number, got True", id="epsilon-bool"),
         pytest.param({"epsilon": "1"}, TypeError, "epsilon must be a real number, got '1'", id="epsilon-str"),
-        pytest.param({"chunk_length": 48}, ValueError, "chunk_length must be a power of two ≥ 2, got 48", id="n-not-power-of-two"),
+        pytest.param(
+            {"chunk_length": 48}, ValueError, "chunk_length must be a power of two ≥ 2, got 48", id="n-not-power-of-two"
+        ),
         pytest.param({"chunk_length": 32.0}, TypeError, "chunk_length must be an int, got 32.0", id="n-float"),
-        pytest.param({"k": 17}, ValueError, "k must be in \\[1, 16\\] for transform 'dft' and n = 32, got 17", id="k-above-n-half-dft"),
+        pytest.param(
+            {"k": 17},
+            ValueError,
+            "k must be in \\[1, 16\\] for transform 'dft' and n = 32, got 17",
+            id="k-above-n-half-dft",
+        ),
         pytest.param({"k": 0}, ValueError, "k must be in \\[1, 16\\]", id="k-zero"),
-        pytest.param({"k": 33, "transform": "dct"}, ValueError, "k must be in \\[1, 32\\] for transform 'dct'", id="k-above-n-dct"),
+        pytest.param(
+            {"k": 33, "transform": "dct"},
+            ValueError,
+            "k must be in \\[1, 32\\] for transform 'dct'",
+            id="k-above-n-dct",
+        ),
         pytest.param({"k": 2.5}, TypeError, "k must be an int, got 2.5", id="k-float"),
-        pytest.param({"transform": "wavelet"}, ValueError, "transform must be 'dft' or 'dct', got 'wavelet'", id="transform"),
+        pytest.param(
+            {"transform": "wavelet"}, ValueError, "transform must be 'dft' or 'dct', got 'wavelet'", id="transform"
+        ),
         pytest.param({"sensitivity": "loose"}, ValueError, "sensitivity must be 'bound' or 'tight'", id="sensitivity"),
         pytest.param({"bounds": {"lo": 0}}, TypeError, "bounds must be a BoundsProfile", id="bounds-type"),
-        pytest.param({"k": "private", "k_epsilon_share": 1.0}, ValueError, "k_epsilon_share must be in \\(0, 1\\)", id="k-share"),
+        pytest.param(
+            {"k": "private", "k_epsilon_share": 1.0}, ValueError, "k_epsilon_share must be in \\(0, 1\\)", id="k-share"
+        ),
     ],
 )
 def test_bad_parameters_raise_at_construction_naming_parameter_and_value(kwargs, error, message):
@@ -65,7 +81,9 @@ def test_dct_allows_k_up_to_n_and_dft_up_to_n_half():
     [
         pytest.param(np.zeros((31, 52)), "shape \\(31, 52\\), expected \\(32, 52\\)", id="wrong-length"),
         pytest.param(np.zeros((32, 51)), "expected \\(32, 52\\)", id="wrong-width"),
-        pytest.param(np.where(np.eye(32, 52) > 0, np.nan, 0.0), "step 0, feature fixation_rate is not finite", id="nan"),
+        pytest.param(
+            np.where(np.eye(32, 52) > 0, np.nan, 0.0), "step 0, feature fixation_rate is not finite", id="nan"
+        ),
     ],
 )
 @pytest.mark.parametrize("name", ["lpa", "cfpa", "dcfpa", "steil"])
@@ -125,7 +143,9 @@ def test_lpa_and_steil_scales_follow_their_documented_formulas():
     np.testing.assert_allclose(st.noise_scale, 2 * (32 / 8) * B.width / 2.0, rtol=1e-4)
 
 
-@pytest.mark.parametrize(("transform", "gain"), [("dft", lambda n, k: math.sqrt(n * k)), ("dct", lambda n, k: math.sqrt(k))])
+@pytest.mark.parametrize(
+    ("transform", "gain"), [("dft", lambda n, k: math.sqrt(n * k)), ("dct", lambda n, k: math.sqrt(k))]
+)
 def test_fourier_scales_follow_the_corrected_proof(transform, gain):
     n, k, eps = 64, 3, 0.5
     m = dcfpa(epsilon=eps, bounds=B, chunk_length=n, transform=transform, k=k)

@@ -43,7 +43,9 @@ def _utilities(x, eps, seed=0, repeats=4):
 
 @pytest.mark.parametrize("eps", [1.0, 10.0, 48.0])
 def test_dcfpa_beats_lpa_and_fpa_on_synthetic_gaze(eps):
-    x = np.concatenate([FeaturePipeline().run(generate(duration=400.0, seed=s, person=s).recording).values for s in range(2)])
+    x = np.concatenate(
+        [FeaturePipeline().run(generate(duration=400.0, seed=s, person=s).recording).values for s in range(2)]
+    )
     u = _utilities(x, eps)
     assert u["dcfpa"] > u["lpa"] and u["dcfpa"] > u["fpa"]
 

@@ -138,12 +138,13 @@ class Accountant:
             entry.update(w=self.unit.w, epsilon_w=sum(self._recent), budget=self.unit.budget)
             entry["guarantee"] = f"any {self.unit.w} consecutive chunks: ε ≤ {self.unit.budget:g}"
         elif self.unit.kind == "session":
+            assert self.unit.budget is not None
             entry.update(budget=self.unit.budget, budget_left=self.unit.budget - self.spent)
             entry["guarantee"] = f"whole session: ε = {self.spent:g} so far, capped at {self.unit.budget:g}"
         else:
             entry["guarantee"] = f"each chunk: ε = {self.epsilon_chunk:g} (parallel composition across chunks)"
         entry["raw_gaze_guarantee"] = (
-            f"one gaze sample influences ≤ {self.raw_gaze_chunks} chunks: ε ≤ {self.raw_gaze_chunks * self.epsilon_chunk:g} "
-            "for it under the chunk unit"
+            f"one gaze sample influences ≤ {self.raw_gaze_chunks} chunks: "
+            f"ε ≤ {self.raw_gaze_chunks * self.epsilon_chunk:g} for it under the chunk unit"
         )
         return entry

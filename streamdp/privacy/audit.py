@@ -76,10 +76,10 @@ def _best_vertex(a: _F64, widths: _F64) -> _F64:
     if m <= 16:
         best, best_s = -1.0, np.ones(m)
         for code in range(1 << (m - 1)):
-            s = np.array([1.0] + [1.0 - 2.0 * ((code >> i) & 1) for i in range(m - 1)])
-            v = np.abs(s @ a) @ widths
+            signs = np.array([1.0] + [1.0 - 2.0 * ((code >> i) & 1) for i in range(m - 1)])
+            v = float(np.abs(signs @ a) @ widths)
             if v > best:
-                best, best_s = v, s
+                best, best_s = v, signs
         return widths * np.sign(best_s @ a + 1e-300)
     s = np.sign(a.sum(axis=1) + 1e-300)
     for _ in range(50):  # alternate: d = w·sign(Aᵀs), s = sign(A d)

@@ -34,13 +34,25 @@ else:  # pragma: no cover - Python 3.10
 
 #: (feature, lo, hi, r, why): the default profile, one documented line per feature
 DEFAULT_BOUNDS: tuple[tuple[str, float, float, float, str], ...] = (
-    ("fixation_rate", 0.0, 6.0, 0.2, "≤ 1/(80 ms fix + 25 ms sac) ≈ 9.5/s in theory, ≤ 6/s observed; ±6 events/30 s per step"),
+    (
+        "fixation_rate",
+        0.0,
+        6.0,
+        0.2,
+        "≤ 1/(80 ms fix + 25 ms sac) ≈ 9.5/s in theory, ≤ 6/s observed; ±6 events/30 s per step",
+    ),
     ("saccade_rate", 0.0, 6.0, 0.2, "one saccade per fixation at most; as fixation rate"),
     ("small_saccade_rate", 0.0, 6.0, 0.2, "a subset of saccades"),
     ("large_saccade_rate", 0.0, 6.0, 0.2, "a subset of saccades"),
     ("positive_saccade_rate", 0.0, 6.0, 0.2, "a subset of saccades"),
     ("negative_saccade_rate", 0.0, 6.0, 0.2, "a subset of saccades"),
-    ("saccades_per_fixation", 0.0, 1.5, 0.1, "saccades ≤ fixations + 1 in a window; 1.5 covers windows of ≥ 2 fixations"),
+    (
+        "saccades_per_fixation",
+        0.0,
+        1.5,
+        0.1,
+        "saccades ≤ fixations + 1 in a window; 1.5 covers windows of ≥ 2 fixations",
+    ),
     ("small_saccade_ratio", 0.0, 1.0, 0.1, "a proportion; ±6 of ≥ 60 saccades per step in a typical window"),
     ("large_saccade_ratio", 0.0, 1.0, 0.1, "a proportion"),
     ("positive_saccade_ratio", 0.0, 1.0, 0.1, "a proportion"),
@@ -123,16 +135,16 @@ class BoundsProfile:
             if arr.shape != (n,):
                 raise InputError(f"{src}: {field} has shape {arr.shape}, expected ({n},)")
             if not np.all(np.isfinite(arr)):
-                bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise InputError(f"{src}: {field} of {self.names[bad]} is not a finite number")
+                j = int(np.flatnonzero(~np.isfinite(arr))[0])
+                raise InputError(f"{src}: {field} of {self.names[j]} is not a finite number")
             arr.setflags(write=False)
-        bad = np.flatnonzero(self.lo >= self.hi)
-        if bad.size:
-            i = int(bad[0])
+        inverted = np.flatnonzero(self.lo >= self.hi)
+        if inverted.size:
+            i = int(inverted[0])
             raise InputError(f"{src}: {self.names[i]}: lo ({self.lo[i]}) must be below hi ({self.hi[i]})")
-        bad = np.flatnonzero(self.r <= 0)
-        if bad.size:
-            i = int(bad[0])
+        flat = np.flatnonzero(self.r <= 0)
+        if flat.size:
+            i = int(flat[0])
             raise InputError(f"{src}: {self.names[i]}: r ({self.r[i]}) must be > 0")
 
     @property
@@ -156,12 +168,18 @@ class BoundsProfile:
         """The bounds of a subset of features (e.g. for an audit of one feature)."""
         idx = np.asarray(features, dtype=np.intp)
         return BoundsProfile(
-            self.lo[idx].copy(), self.hi[idx].copy(), self.r[idx].copy(),
-            tuple(self.names[i] for i in idx), f"{self.source}[{','.join(map(str, idx))}]",
+            self.lo[idx].copy(),
+            self.hi[idx].copy(),
+            self.r[idx].copy(),
+            tuple(self.names[i] for i in idx),
+            f"{self.source}[{','.join(map(str, idx))}]",
         )
 
     def to_dict(self) -> dict[str, dict[str, float]]:
-        return {n: {"lo": float(a), "hi": float(b), "r": float(c)} for n, a, b, c in zip(self.names, self.lo, self.hi, self.r, strict=True)}
+        return {
+            n: {"lo": float(a), "hi": float(b), "r": float(c)}
+            for n, a, b, c in zip(self.names, self.lo, self.hi, self.r, strict=True)
+        }
 
     @classmethod
     def from_mapping(cls, data: object, source: str) -> BoundsProfile:

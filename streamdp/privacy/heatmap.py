@@ -108,7 +108,9 @@ class _HeatmapMechanism:
         arr = np.asarray(maps, dtype=np.float64)
         p = self.params  # type: ignore[attr-defined]
         if arr.ndim != 3 or arr.shape[1:] != p.shape:
-            raise InputError(f"{self.name}: maps have shape {arr.shape}, expected (observers, {p.shape[0]}, {p.shape[1]})")
+            raise InputError(
+                f"{self.name}: maps have shape {arr.shape}, expected (observers, {p.shape[0]}, {p.shape[1]})"
+            )
         if arr.shape[0] != p.n_observers:
             raise InputError(f"{self.name}: {arr.shape[0]} maps given, the mechanism was built for {p.n_observers}")
         if not np.all(np.isfinite(arr)) or np.any(arr < 0):
@@ -140,9 +142,7 @@ class HeatmapGaussian(_HeatmapMechanism):
 
     name = "heatmap-gaussian"
 
-    def __init__(
-        self, *, epsilon: float, delta: float, cap: int, n_observers: int, shape: tuple[int, int]
-    ) -> None:
+    def __init__(self, *, epsilon: float, delta: float, cap: int, n_observers: int, shape: tuple[int, int]) -> None:
         self.params = _validate(epsilon, cap, n_observers, shape)
         d = _check_epsilon("delta", delta)
         if not d < 1:

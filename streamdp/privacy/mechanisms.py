@@ -120,9 +120,7 @@ class Mechanism:
         return {"mechanism": self.name, "epsilon_per_feature": self.epsilon, "chunk_length": self.chunk_length}
 
 
-def _laplace_columns(
-    rng: np.random.Generator, c: _F64, scale: _F64, mask: NDArray[np.bool_] | None = None
-) -> _F64:
+def _laplace_columns(rng: np.random.Generator, c: _F64, scale: _F64, mask: NDArray[np.bool_] | None = None) -> _F64:
     """Lattice Laplace noise on every column at its own scale; rows outside ``mask`` (coefficients
     not released) are zero."""
     out = lattice_laplace(rng, c, scale)
@@ -223,7 +221,7 @@ class FourierPerturbation(Mechanism):
         self.transform = transform
         self.sensitivity_mode = sensitivity
         self.differences = differences
-        self.name = "dcfpa" if differences else "cfpa"
+        object.__setattr__(self, "name", "dcfpa" if differences else "cfpa")
         first_w = bounds.width
         rest_w = 2.0 * bounds.step_bound if differences else bounds.width
         if k == "private":
@@ -247,9 +245,9 @@ class FourierPerturbation(Mechanism):
         # per candidate k: sensitivity (rows) per feature (columns), and the noise scale at eps_fpa
         sens = []
         exact = True
-        for kk in self.k_candidates:
-            s, ex = l1_sensitivity(transform, n, int(kk), first_w, rest_w, sensitivity)
-            sens.append(s)
+        for cand in self.k_candidates.tolist():
+            s_k, ex = l1_sensitivity(transform, n, cand, first_w, rest_w, sensitivity)
+            sens.append(s_k)
             exact &= ex
         self.sensitivities = np.array(sens)  # (K, F)
         self.sensitivity_exact = bool(exact and sensitivity == "tight")
@@ -358,7 +356,8 @@ class FourierPerturbation(Mechanism):
             "transform": self.transform,
             "k": "private" if self.k_private else self.k,
             "k_epsilon_share": self.k_epsilon_share,
-            "sensitivity": self.sensitivity_mode + ("" if self.sensitivity_mode == "bound" or self.sensitivity_exact else "-upper"),
+            "sensitivity": self.sensitivity_mode
+            + ("" if self.sensitivity_mode == "bound" or self.sensitivity_exact else "-upper"),
         }
 
 

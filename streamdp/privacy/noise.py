@@ -104,7 +104,7 @@ def lattice_laplace(
     sc = np.asarray(scale, dtype=np.float64)
     gamma = np.exp2(np.floor(np.log2(sc)) - LATTICE_BITS)  # lattice_step, vectorized
     z = discrete_laplace(rng, sc / gamma, x.shape)
-    return (np.rint(x / gamma) + z) * gamma
+    return np.asarray((np.rint(x / gamma) + z) * gamma, dtype=np.float64)
 
 
 def lattice_gaussian(rng: np.random.Generator, x: NDArray[np.float64], sigma: float) -> NDArray[np.float64]:
@@ -112,4 +112,4 @@ def lattice_gaussian(rng: np.random.Generator, x: NDArray[np.float64], sigma: fl
     ~``sigma`` on it."""
     gamma = lattice_step(sigma)
     z = discrete_gaussian(rng, sigma / gamma, int(np.prod(x.shape))).reshape(x.shape)
-    return (np.rint(x / gamma) + z) * gamma
+    return np.asarray((np.rint(x / gamma) + z) * gamma, dtype=np.float64)

@@ -137,9 +137,7 @@ def _vertex_table(kind: str, n: int, k: int) -> tuple[_F64, _F64] | None:
     return p, q
 
 
-def l1_sensitivity(
-    kind: str, n: int, k: int, first_width: _F64, rest_width: _F64, mode: str
-) -> tuple[_F64, bool]:
+def l1_sensitivity(kind: str, n: int, k: int, first_width: _F64, rest_width: _F64, mode: str) -> tuple[_F64, bool]:
     """L1 sensitivity of the released coefficients for each feature, when neighbouring chunks differ
     by at most ``first_width`` in their first value and ``rest_width`` in every other one.
 

@@ -64,7 +64,9 @@ class Privatizer:
             entry["clipped_fraction"] = res.clipped_fraction
             if getattr(self.mechanism, "k_private", False):
                 entry["k_chosen"] = res.k.tolist()
-            out.append(_make_release(chunk.t.copy(), res.values, self.mechanism.bounds.names, entry, res.clipped_fraction))
+            out.append(
+                _make_release(chunk.t.copy(), res.values, self.mechanism.bounds.names, entry, res.clipped_fraction)
+            )
         return out
 
     def flush(self) -> list[PrivateRelease]:
