@@ -364,6 +364,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (e.g. `streamdp demo | head`): not an error of ours
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -137,6 +137,18 @@ class _Column:
         self.base += keep_from
 
 
+#: (events, quantity, feature of its mean, feature of its variance over the window's events)
+_MEAN_VAR_FEATURES = (
+    ("sac", "amplitude", "saccade_amplitude_mean", "saccade_amplitude_var"),
+    ("fix", "duration", "fixation_duration_mean", "fixation_duration_var"),
+    ("fix", "var_x", "fixation_var_x_mean", "fixation_var_x_var"),
+    ("fix", "var_y", "fixation_var_y_mean", "fixation_var_y_var"),
+    ("fix", "pupil_mean", "pupil_mean_mean", "pupil_mean_var"),
+    ("fix", "pupil_var", "pupil_var_mean", "pupil_var_var"),
+    ("blk", "duration", "blink_duration_mean", "blink_duration_var"),
+)
+
+
 class _SlidingMax:
     """Maximum over the events in the window, by a monotone queue of global indices."""
 
@@ -255,27 +267,12 @@ class WindowFeatures:
             ("neg", "negative_saccade_ratio"),
         ):
             v[:, col[feat]] = np.where(n_sac > 0, counts[name] / np.maximum(n_sac, 1), 0.0)
-        m, var, _ = self._sac.mean_var("amplitude", slo, shi)
-        v[:, col["saccade_amplitude_mean"]] = m
-        v[:, col["saccade_amplitude_var"]] = var
-        m, var, _ = self._fix.mean_var("duration", flo, fhi)
-        v[:, col["fixation_duration_mean"]] = m
-        v[:, col["fixation_duration_var"]] = var
-        m, var, _ = self._fix.mean_var("var_x", flo, fhi)
-        v[:, col["fixation_var_x_mean"]] = m
-        v[:, col["fixation_var_x_var"]] = var
-        m, var, _ = self._fix.mean_var("var_y", flo, fhi)
-        v[:, col["fixation_var_y_mean"]] = m
-        v[:, col["fixation_var_y_var"]] = var
-        m, var, _ = self._fix.mean_var("pupil_mean", flo, fhi)
-        v[:, col["pupil_mean_mean"]] = m
-        v[:, col["pupil_mean_var"]] = var
-        m, var, _ = self._fix.mean_var("pupil_var", flo, fhi)
-        v[:, col["pupil_var_mean"]] = m
-        v[:, col["pupil_var_var"]] = var
-        m, var, _ = self._blk.mean_var("duration", blo, bhi)
-        v[:, col["blink_duration_mean"]] = m
-        v[:, col["blink_duration_var"]] = var
+        spans = {"sac": (self._sac, slo, shi), "fix": (self._fix, flo, fhi), "blk": (self._blk, blo, bhi)}
+        for kind, quantity, mean_name, var_name in _MEAN_VAR_FEATURES:
+            column, lo, hi = spans[kind]
+            m, var, _ = column.mean_var(quantity, lo, hi)
+            v[:, col[mean_name]] = m
+            v[:, col[var_name]] = var
         v[:, col["blink_rate"]] = n_blk / w
 
         self._sequential(t, v)
