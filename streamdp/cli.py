@@ -170,8 +170,7 @@ def _print_release(rel: PrivateRelease) -> None:
     )
 
 
-@_command("demo")
-def _demo(args: argparse.Namespace) -> int:
+def _offline_demo(args: argparse.Namespace) -> int:
     from .pipeline import PrivatePipeline
     from .privacy import secure_generator
     from .synthetic import generate
@@ -191,6 +190,166 @@ def _demo(args: argparse.Namespace) -> int:
     if pipe.privatizer.exhausted:
         print(f"budget: {pipe.privatizer.exhausted_message}", file=sys.stderr)
     return 0 if releases else 1
+
+
+def _print_message(topic: str, msg: dict) -> None:
+    if topic == "streamdp.status":
+        print(f"status: {msg}")
+        return
+    led = msg["ledger"]
+    names = msg["names"]
+    values = msg["values"]
+    idx = [0, 14, 21, 27]
+    vals = "  ".join(f"{names[i]}={sum(r[i] for r in values) / len(values):.3g}" for i in idx)
+    print(f"chunk {led['chunk_index']}: {topic}  t={msg['t'][0]:.1f}..{msg['t'][-1]:.1f}s  n={len(msg['t'])}  {vals}")
+    print(
+        f"  ledger: ε/feature={led['epsilon_per_feature']:g} ε/chunk={led['epsilon_chunk']:g} "
+        f"spent={led['epsilon_spent']:g} unit={led['unit']} k={led.get('k', '-')} "
+        f"clipped={led['clipped_fraction']:.1%} raw-gaze ε≤{led['raw_gaze_epsilon']:g} "
+        f"bounds={led['bounds_digest']}"
+    )
+
+
+def _private_pipeline(args: argparse.Namespace):
+    from .pipeline import PrivatePipeline
+    from .privacy import secure_generator
+
+    events = EventConfig(blink_source=getattr(args, "blinks", "confidence"))
+    return PrivatePipeline(_mechanism_from(args), unit=_unit_from(args), rng=secure_generator(args.seed), events=events)
+
+
+@_command("demo")
+def _demo(args: argparse.Namespace) -> int:
+    if args.offline:
+        return _offline_demo(args)
+    import threading
+
+    from .network.relay import Relay
+    from .network.simulator import CaptureSimulator
+    from .network.sink import ReleasePublisher
+    from .network.subscriber import connect_subscriber, messages
+    from .synthetic import generate
+
+    rec = generate(duration=args.seconds, rate=200.0, seed=0).recording
+    sink = ReleasePublisher("tcp://127.0.0.1:0")
+    sub = connect_subscriber(sink.endpoint, ("streamdp.features.",))
+    while sink.poll_subscriptions() == 0:  # the subscriber is in before anything is published
+        sub.poll(10)
+    sim = CaptureSimulator(rec, speed=args.speed)
+    sim.start()
+    relay = Relay(_private_pipeline(args), sink, remote=sim.remote_address)
+    thread = threading.Thread(target=relay.run, daemon=True)
+    thread.start()
+    print(
+        f"streamdp demo: simulated Pupil Capture at {sim.remote_address} → relay → subscriber at "
+        f"{sink.endpoint}; {args.seconds:g} s of synthetic 200 Hz gaze at speed {args.speed:g}",
+        file=sys.stderr,
+    )
+    want = int((args.seconds - 30.0) / 0.5) // args.chunk_length
+    got = 0
+    try:
+        for topic, msg in messages(sub, timeout=args.seconds / max(args.speed, 1e-9) + 10 if args.speed else 10):
+            _print_message(topic, msg)
+            got += 1
+            if got >= want:
+                break
+    finally:
+        relay.stop()
+        thread.join(5)
+        sim.stop()
+        sub.close(linger=0)
+        sink.close()
+    print(f"received {got} sanitized chunks; relay counters: {relay.status()}", file=sys.stderr)
+    return 0 if got else 1
+
+
+@_command("simulate")
+def _simulate(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from .network.simulator import CaptureSimulator
+
+    rec = _load(args.path, args.synthetic, args.seed)
+    sim = CaptureSimulator(
+        rec,
+        host=args.host,
+        remote_port=args.port,
+        speed=args.speed,
+        loop=args.loop,
+        wait_for_subscriber=not args.no_wait,
+    )
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    sim.start()
+    print(
+        f"simulated Pupil Capture: Pupil Remote at {sim.remote_address} (SUB_PORT {sim.ports.sub}, "
+        f"PUB_PORT {sim.ports.pub}), playing {rec.name} at speed {args.speed:g}",
+        file=sys.stderr,
+        flush=True,
+    )
+    while not done.is_set():
+        if sim.finished.is_set() and not args.stay:
+            break
+        done.wait(0.1)
+    sim.stop()
+    return 0
+
+
+@_command("relay")
+def _relay(args: argparse.Namespace) -> int:
+    import signal
+
+    from .network.relay import Relay
+    from .network.sink import CurveServer, ReleasePublisher
+
+    curve = None
+    if args.curve_secret or args.curve_clients:
+        if not (args.curve_secret and args.curve_clients):
+            raise StreamdpError("CURVE needs both --curve-secret and --curve-clients")
+        curve = CurveServer(Path(args.curve_secret), Path(args.curve_clients))
+    pipeline = _private_pipeline(args)
+    sink = ReleasePublisher(args.bind, curve=curve, insecure=args.insecure)
+    relay = Relay(
+        pipeline, sink, remote=args.remote, to_backbone=args.to_backbone, status_interval=args.status_interval
+    )
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: relay.stop())
+    print(
+        f"streamdp relay: {args.remote} → {sink.endpoint} ({pipeline.privatizer.mechanism.name}, "
+        f"ε {args.epsilon:g}/feature/chunk, unit {args.unit})",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        counters = relay.run()
+    finally:
+        sink.close()
+    print(f"streamdp relay stopped: {counters}", file=sys.stderr)
+    return 0
+
+
+@_command("subscribe")
+def _subscribe(args: argparse.Namespace) -> int:
+    from .network.subscriber import connect_subscriber, messages
+
+    sock = connect_subscriber(
+        args.endpoint,
+        (args.topic, "streamdp.status"),
+        server_public_key=Path(args.curve_server_key) if args.curve_server_key else None,
+        client_certificate=Path(args.curve_client_cert) if args.curve_client_cert else None,
+    )
+    count = 0
+    try:
+        for topic, msg in messages(sock, timeout=args.timeout):
+            _print_message(topic, msg)
+            count += topic != "streamdp.status"
+            if args.count and count >= args.count:
+                break
+    finally:
+        sock.close(linger=0)
+    return 0
 
 
 @_command("audit")
@@ -315,9 +474,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic gaze")
     _add_pipeline_options(p)
 
-    p = sub.add_parser("demo", help="end-to-end run on embedded synthetic gaze: sanitized chunks and their ledger")
+    p = sub.add_parser(
+        "demo",
+        help="simulated Capture → relay → subscriber on loopback: sanitized chunks and their ledger",
+    )
     p.add_argument("--seconds", type=float, default=150.0, help="length of the synthetic gaze (default 150)")
+    p.add_argument("--speed", type=float, default=0.0, help="playback speed, 0 = as fast as possible (default)")
+    p.add_argument("--offline", action="store_true", help="run the pipeline in-process, without sockets")
     _add_mechanism_options(p)
+
+    p = sub.add_parser("simulate", help="a stand-in Pupil Capture speaking the Network API")
+    p.add_argument("path", nargs="?", help="recording to play (default: synthetic gaze)")
+    p.add_argument("--synthetic", type=float, metavar="SECONDS", help="length of synthetic gaze when no path")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=50020, help="Pupil Remote port (default 50020)")
+    p.add_argument("--speed", type=float, default=1.0, help="1 = real time, 0 = as fast as possible")
+    p.add_argument("--loop", action="store_true", help="play the recording over and over")
+    p.add_argument("--stay", action="store_true", help="keep serving after the recording ends")
+    p.add_argument("--no-wait", action="store_true", help="publish even before anyone subscribes to gaze")
+
+    p = sub.add_parser("relay", help="Pupil Capture's gaze in, sanitized chunks out on a ZeroMQ topic")
+    p.add_argument("--remote", default="tcp://127.0.0.1:50020", help="Pupil Remote (default %(default)s)")
+    p.add_argument("--bind", default="tcp://127.0.0.1:5570", help="where subscribers connect (default %(default)s)")
+    p.add_argument("--to-backbone", action="store_true", help="also publish onto Capture's backbone (recorded)")
+    p.add_argument("--curve-secret", help="relay's CURVE secret certificate (zmq.auth format)")
+    p.add_argument("--curve-clients", help="folder of allowed clients' public certificates")
+    p.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without CURVE")
+    p.add_argument("--status-interval", type=float, default=10.0, help="seconds between status messages")
+    p.add_argument(
+        "--blinks",
+        choices=("confidence", "given"),
+        default="confidence",
+        help="detect blinks from confidence or use Capture's blink detector",
+    )
+    _add_mechanism_options(p)
+
+    p = sub.add_parser("subscribe", help="print the sanitized chunks a relay publishes")
+    p.add_argument("endpoint", help="the relay's address, e.g. tcp://127.0.0.1:5570")
+    p.add_argument("--topic", default="streamdp.features.")
+    p.add_argument("--count", type=int, default=0, help="stop after this many chunks (0: never)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="stop after this many seconds without a message")
+    p.add_argument("--curve-server-key", help="the relay's public certificate")
+    p.add_argument("--curve-client-cert", help="this client's secret certificate")
 
     p = sub.add_parser("audit", help="empirical privacy audit: a high-confidence lower bound on ε")
     p.add_argument(

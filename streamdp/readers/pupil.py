@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InputError
-from ..gaze import BINOCULAR, UNKNOWN_EYE, BlinkEvents, GazeBatch, Recording
+from ..gaze import BINOCULAR, BlinkEvents, GazeBatch, Recording
+from ..pupil_datum import gaze_from_datums
 
 #: msgpack ExtType code Pupil uses for nested serialized dicts
 _SERIALIZED_DICT = 13
@@ -74,76 +74,6 @@ def _number(value: Any, where: str, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"{where}: field {field!r} is {value!r}, not a number")
     return float(value)
-
-
-def _datum_diameter(datum: dict[str, Any]) -> tuple[float, float]:
-    """(diameter_3d mm, diameter px) of a gaze datum, averaged over its pupil base data."""
-    base = datum.get("base_data")
-    if isinstance(base, dict):
-        base = (base,)
-    if not base:
-        return math.nan, math.nan
-    mm = [b.get("diameter_3d") for b in base if isinstance(b, dict)]
-    px = [b.get("diameter") for b in base if isinstance(b, dict)]
-    mm_f = [float(v) for v in mm if isinstance(v, (int, float)) and v > 0]
-    px_f = [float(v) for v in px if isinstance(v, (int, float)) and v > 0]
-    return (
-        sum(mm_f) / len(mm_f) if mm_f else math.nan,
-        sum(px_f) / len(px_f) if px_f else math.nan,
-    )
-
-
-def gaze_from_datums(datums: list[dict[str, Any]], source: str) -> GazeBatch:
-    """Gaze datums as Capture publishes and records them (``norm_pos``, ``confidence``,
-    ``timestamp``, ``base_data``) to a batch, sorted by time. Pupil diameter in mm where every
-    sample's pupil data carry ``diameter_3d``, else in px.
-
-    Raises
-    ------
-    InputError
-        A datum lacks a field or has one of the wrong type (named with its index).
-    """
-    n = len(datums)
-    t = np.empty(n)
-    x = np.empty(n)
-    y = np.empty(n)
-    conf = np.empty(n)
-    mm = np.empty(n)
-    px = np.empty(n)
-    eye = np.empty(n, dtype=np.int8)
-    for i, d in enumerate(datums):
-        where = f"{source} datum {i}"
-        try:
-            t[i] = _number(d["timestamp"], where, "timestamp")
-            pos = d["norm_pos"]
-            conf[i] = _number(d["confidence"], where, "confidence")
-        except KeyError as exc:
-            raise InputError(f"{where}: missing field {exc.args[0]!r}") from None
-        if not (isinstance(pos, (tuple, list)) and len(pos) == 2):
-            raise InputError(f"{where}: field 'norm_pos' is {pos!r}, not a pair")
-        x[i] = _number(pos[0], where, "norm_pos[0]")
-        y[i] = _number(pos[1], where, "norm_pos[1]")
-        mm[i], px[i] = _datum_diameter(d)
-        topic = d.get("topic", "")
-        eye[i] = (
-            BINOCULAR
-            if str(topic).endswith("01.")
-            else (int(str(topic)[-2]) if str(topic)[-2:-1] in ("0", "1") else UNKNOWN_EYE)
-        )
-    order = np.argsort(t, kind="stable")
-    use_mm = n > 0 and bool(np.all(np.isfinite(mm) | ~np.isfinite(px))) and bool(np.any(np.isfinite(mm)))
-    diam = mm if use_mm else px
-    unit = "mm" if use_mm else ("px" if np.any(np.isfinite(px)) else "none")
-    return GazeBatch.from_arrays(
-        t=t[order],
-        x=x[order],
-        y=y[order],
-        confidence=conf[order],
-        diameter=diam[order],
-        eye_id=eye[order],
-        diameter_unit=unit,  # type: ignore[arg-type]
-        source=source,
-    )
 
 
 def read_pldata_gaze(path: Path) -> GazeBatch:

@@ -1,0 +1,328 @@
+"""A stand-in for Pupil Capture that speaks its Network API, fed by a recording or synthetic gaze.
+
+What it serves, as Capture does (DESIGN.md §2):
+
+- **Pupil Remote** on a REQ/REP socket: ``SUB_PORT`` and ``PUB_PORT`` answer the backbone's ports,
+  ``t`` the current Pupil time, ``T <time>`` sets it ("Timesync successful."), ``R``/``r`` start and
+  stop a recording ("OK"), ``v`` the version, and a two-frame ``[notify.<subject>, msgpack]``
+  request is forwarded onto the backbone ("Notification received").
+- **The IPC backbone**: an XSUB socket apps publish into (``PUB_PORT``) and an XPUB socket apps
+  subscribe to (``SUB_PORT``), with everything published forwarded to the subscribers.
+- **Datums** with Capture's topics, field names and types: ``gaze.3d.01.`` (binocular) or
+  ``gaze.3d.<eye>.``, ``pupil.<eye>.3d`` for each eye, and ``blinks`` onset/offset datums. Frames
+  are ``[topic (UTF-8), msgpack(datum, use_bin_type=True)]``; eye-keyed maps have int keys, which
+  is why subscribers decode with ``strict_map_key=False``.
+
+Pacing: ``speed=1`` plays at real time, ``speed=10`` ten times faster, ``speed=0`` as fast as the
+sockets take it (for tests and the demo). With ``wait_for_subscriber`` nothing is published before
+someone subscribes to gaze, so a test never loses the start of a stream to ZeroMQ's slow joiner.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import numpy as np
+import zmq
+
+from ..gaze import BINOCULAR, Recording
+
+log = logging.getLogger(__name__)
+
+PUPIL_VERSION = "3.5.1"
+_FEED = "inproc://streamdp-simulator-feed-{}"
+
+
+@dataclass(frozen=True)
+class SimulatorPorts:
+    remote: int
+    sub: int
+    pub: int
+
+
+def _pupil_datum(eye: int, t: float, conf: float, x: float, y: float, diameter: float, unit: str) -> dict[str, Any]:
+    datum: dict[str, Any] = {
+        "topic": f"pupil.{eye}.3d",
+        "id": eye,
+        "method": "pye3d 0.3.0 real-time",
+        "timestamp": t,
+        "confidence": conf,
+        # the eye camera sees the pupil mirrored and offset; a plausible position, not the gaze
+        "norm_pos": [0.5 + 0.3 * (x - 0.5), 0.5 - 0.3 * (y - 0.5)],
+    }
+    if np.isfinite(diameter):
+        if unit == "mm":
+            datum["diameter_3d"] = diameter
+        else:
+            datum["diameter"] = diameter
+    return datum
+
+
+def gaze_datums(recording: Recording) -> Iterator[dict[str, Any]]:
+    """Every datum the recording yields, in time order, as Capture would publish it: each gaze
+    sample as ``gaze.3d.01.`` (or its eye's topic) followed by one ``pupil.<eye>.3d`` datum per
+    eye, and the recording's blinks as ``blinks`` onset/offset datums."""
+    g = recording.gaze
+    blinks: list[tuple[float, str]] = []
+    if recording.blinks is not None:
+        for s, e in zip(recording.blinks.start.tolist(), recording.blinks.end.tolist(), strict=True):
+            blinks.extend(((s, "onset"), (e, "offset")))
+        blinks.sort()
+    bi = 0
+    unit = g.diameter_unit
+    for t, x, y, c, d, eye, valid in zip(
+        g.t.tolist(),
+        g.x.tolist(),
+        g.y.tolist(),
+        g.confidence.tolist(),
+        g.diameter.tolist(),
+        g.eye_id.tolist(),
+        g.valid.tolist(),
+        strict=True,
+    ):
+        while bi < len(blinks) and blinks[bi][0] <= t:
+            bt, kind = blinks[bi]
+            yield {"topic": "blinks", "type": kind, "timestamp": bt, "confidence": 0.9, "base_data": []}
+            bi += 1
+        if not valid:
+            continue  # Capture publishes no gaze where it has none
+        eyes = (0, 1) if eye in (BINOCULAR, -1) else (int(eye),)
+        base = [_pupil_datum(e, t, c, x, y, d, unit) for e in eyes]
+        yield {
+            "topic": "gaze.3d.01." if len(eyes) == 2 else f"gaze.3d.{eyes[0]}.",
+            "norm_pos": [x, y],
+            "confidence": c,
+            "timestamp": t,
+            "base_data": base,
+            "gaze_point_3d": [(x - 0.5) * 600.0, (0.5 - y) * 400.0, 500.0],
+            "eye_centers_3d": {0: [20.0, 15.0, -20.0], 1: [-40.0, 15.0, -20.0]},
+            "gaze_normals_3d": {0: [0.0, 0.0, 1.0], 1: [0.0, 0.0, 1.0]},
+        }
+        yield from base
+
+
+def _shifted(datum: dict[str, Any], shift: float) -> dict[str, Any]:
+    if shift == 0.0:
+        return datum
+    out = {**datum, "timestamp": datum["timestamp"] + shift}
+    if datum.get("base_data"):
+        out["base_data"] = [{**b, "timestamp": b["timestamp"] + shift} for b in datum["base_data"]]
+    return out
+
+
+class CaptureSimulator:
+    """Pupil Capture's Network API on loopback, fed by ``recording``. Use as a context manager or
+    call :meth:`start` and :meth:`stop`.
+
+    Examples
+    --------
+    >>> from streamdp.synthetic import generate
+    >>> with CaptureSimulator(generate(duration=2.0, seed=1).recording, speed=0) as sim:
+    ...     req = zmq.Context.instance().socket(zmq.REQ)
+    ...     _ = req.connect(sim.remote_address)
+    ...     req.send_string("SUB_PORT")
+    ...     int(req.recv_string()) == sim.ports.sub
+    ...     req.close(linger=0)
+    True
+    """
+
+    def __init__(
+        self,
+        recording: Recording,
+        *,
+        host: str = "127.0.0.1",
+        remote_port: int = 0,
+        speed: float = 1.0,
+        wait_for_subscriber: bool = True,
+        loop: bool = False,
+        time_shift: float = 0.0,
+        context: zmq.Context | None = None,
+    ) -> None:
+        if speed < 0:
+            raise ValueError(f"speed must be ≥ 0 (0: as fast as possible), got {speed!r}")
+        self.recording = recording
+        self.host = host
+        self.speed = float(speed)
+        self.wait_for_subscriber = wait_for_subscriber
+        self.loop = loop
+        self._shift = float(time_shift)
+        self._ctx = context or zmq.Context.instance()
+        self._stop = threading.Event()
+        self._subscribed = threading.Event()
+        self.finished = threading.Event()
+        self._clock_lock = threading.Lock()
+        self._pupil_time = float(recording.gaze.t[0]) + self._shift if len(recording.gaze) else 0.0
+        self._threads: list[threading.Thread] = []
+        self.recording_active = False
+        self.published = 0
+        self._remote_port = remote_port
+        self.ports = SimulatorPorts(0, 0, 0)
+        self._feed_address = _FEED.format(id(self))
+
+    # -------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> CaptureSimulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def remote_address(self) -> str:
+        return f"tcp://{self.host}:{self.ports.remote}"
+
+    def start(self) -> None:
+        rep = self._ctx.socket(zmq.REP)
+        xsub = self._ctx.socket(zmq.XSUB)
+        xpub = self._ctx.socket(zmq.XPUB)
+        pull = self._ctx.socket(zmq.PULL)
+        for s in (rep, xsub, xpub, pull):
+            s.linger = 0
+        xpub.sndhwm = 0  # a test tool: never drop what a slow subscriber has not read yet
+        xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
+        if self._remote_port:
+            rep.bind(f"tcp://{self.host}:{self._remote_port}")
+            remote = self._remote_port
+        else:
+            remote = rep.bind_to_random_port(f"tcp://{self.host}")
+        pub_port = xsub.bind_to_random_port(f"tcp://{self.host}")
+        sub_port = xpub.bind_to_random_port(f"tcp://{self.host}")
+        pull.bind(self._feed_address)
+        self.ports = SimulatorPorts(remote, sub_port, pub_port)
+        broker = threading.Thread(target=self._broker, args=(rep, xsub, xpub, pull), name="capture-broker", daemon=True)
+        feeder = threading.Thread(target=self._feeder, name="capture-feeder", daemon=True)
+        self._threads = [broker, feeder]
+        broker.start()
+        feeder.start()
+        log.info(
+            "simulated Pupil Capture: Pupil Remote %s, SUB_PORT %d, PUB_PORT %d",
+            self.remote_address,
+            sub_port,
+            pub_port,
+        )
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        for th in self._threads:
+            th.join(timeout)
+        self._threads = []
+
+    def wait_until_finished(self, timeout: float | None = None) -> bool:
+        return self.finished.wait(timeout)
+
+    # -------------------------------------------------------------- Pupil time
+
+    def pupil_time(self) -> float:
+        with self._clock_lock:
+            return self._pupil_time
+
+    def _set_time(self, new_time: float) -> None:
+        with self._clock_lock:
+            self._shift += new_time - self._pupil_time
+            self._pupil_time = new_time
+
+    # -------------------------------------------------------------- threads
+
+    def _broker(self, rep: zmq.Socket, xsub: zmq.Socket, xpub: zmq.Socket, pull: zmq.Socket) -> None:
+        poller = zmq.Poller()
+        for s in (rep, xsub, xpub, pull):
+            poller.register(s, zmq.POLLIN)
+        try:
+            while not self._stop.is_set():
+                for sock, _ in poller.poll(50):
+                    if sock is rep:
+                        self._remote_request(rep, xpub)
+                    elif sock is xpub:
+                        frame = xpub.recv()
+                        topic = frame[1:]
+                        if frame[:1] == b"\x01" and (b"gaze".startswith(topic) or topic.startswith(b"gaze")):
+                            self._subscribed.set()
+                        xsub.send(frame)  # subscriptions travel upstream to publishers
+                    elif sock is xsub:
+                        xpub.send_multipart(xsub.recv_multipart())
+                    else:
+                        xpub.send_multipart(pull.recv_multipart())
+                        self.published += 1
+        finally:
+            for s in (rep, xsub, xpub, pull):
+                s.close(linger=0)
+
+    def _remote_request(self, rep: zmq.Socket, xpub: zmq.Socket) -> None:
+        frames = rep.recv_multipart()
+        if len(frames) >= 2 and frames[0].startswith(b"notify."):
+            xpub.send_multipart(frames)
+            rep.send_string("Notification received")
+            return
+        try:
+            cmd = frames[0].decode()
+        except UnicodeDecodeError:
+            rep.send_string("Unknown command.")
+            return
+        if cmd == "SUB_PORT":
+            rep.send_string(str(self.ports.sub))
+        elif cmd == "PUB_PORT":
+            rep.send_string(str(self.ports.pub))
+        elif cmd == "t":
+            rep.send_string(repr(self.pupil_time()))
+        elif cmd.startswith("T "):
+            try:
+                self._set_time(float(cmd[2:]))
+            except ValueError:
+                rep.send_string("Unknown command.")
+            else:
+                rep.send_string("Timesync successful.")
+        elif cmd.startswith("R"):
+            self.recording_active = True
+            rep.send_string("OK")
+        elif cmd == "r":
+            self.recording_active = False
+            rep.send_string("OK")
+        elif cmd == "v":
+            rep.send_string(PUPIL_VERSION)
+        else:
+            rep.send_string("Unknown command.")
+
+    def _feeder(self) -> None:
+        push = self._ctx.socket(zmq.PUSH)
+        push.linger = 0
+        push.connect(self._feed_address)
+        try:
+            if self.wait_for_subscriber:
+                while not self._subscribed.wait(0.05):
+                    if self._stop.is_set():
+                        return
+            while True:
+                self._play(push)
+                if not self.loop or self._stop.is_set():
+                    break
+                # the next pass continues the clock: Pupil time never runs backwards on its own
+                with self._clock_lock:
+                    self._shift += float(self.recording.gaze.duration) + 1.0
+        finally:
+            push.close(linger=0)
+            self.finished.set()
+
+    def _play(self, push: zmq.Socket) -> None:
+        start_wall = time.monotonic()
+        t0 = float(self.recording.gaze.t[0])
+        pack = msgpack.Packer(use_bin_type=True).pack
+        for datum in gaze_datums(self.recording):
+            if self._stop.is_set():
+                return
+            t = datum["timestamp"]
+            if self.speed > 0:
+                delay = start_wall + (t - t0) / self.speed - time.monotonic()
+                if delay > 0.002 and self._stop.wait(delay):
+                    return
+            with self._clock_lock:
+                shift = self._shift  # read per datum: `T <time>` applies from the next one on
+                self._pupil_time = t + shift
+            out = _shifted(datum, shift)
+            push.send_multipart([out["topic"].encode(), pack(out)])
