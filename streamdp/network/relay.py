@@ -106,6 +106,7 @@ class Relay:
         self.connected = threading.Event()
         self._req: zmq.Socket | None = None
         self._sub: zmq.Socket | None = None
+        self._sub_port = 0
         self._backbone: zmq.Socket | None = None
         self._held: list[Row] = []
         self._fed_until = -float("inf")
@@ -152,6 +153,7 @@ class Relay:
         if self._blinks_on:
             sub.setsockopt_string(zmq.SUBSCRIBE, "blinks")
         self._sub = sub
+        self._sub_port = sub_port
         if self.to_backbone:
             self._backbone = backbone_publisher(self._ctx, self.host, pub_port)
         self.connected.set()
@@ -198,13 +200,20 @@ class Relay:
         return self.counters
 
     def _check_alive(self) -> None:
+        """Ask Pupil Remote for the backbone's port: no answer means Capture is gone, another
+        port means it restarted (and answers ``t`` again) while our subscription points nowhere."""
         try:
-            self._request("t")
-        except RemoteUnavailable as exc:
+            port = int(self._request("SUB_PORT"))
+        except (RemoteUnavailable, ValueError) as exc:
             log.warning("%s: reconnecting, the feature windows restart", exc)
             self.counters.reconnects += 1
-            self._restart_stream()
-            self._disconnect()
+        else:
+            if port == self._sub_port:
+                return
+            log.warning("Pupil Capture restarted (SUB_PORT %d, was %d): new segment", port, self._sub_port)
+            self.counters.restarts += 1
+        self._restart_stream()
+        self._disconnect()
 
     def _drain(self, limit: int = 20_000) -> None:
         assert self._sub is not None

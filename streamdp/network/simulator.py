@@ -116,6 +116,20 @@ def _shifted(datum: dict[str, Any], shift: float) -> dict[str, Any]:
     return out
 
 
+def _bind_retrying(sock: zmq.Socket, address: str, patience: float = 3.0) -> None:
+    """Bind, waiting out a previous owner of the port: ZeroMQ releases a closed socket's port
+    asynchronously, so a Capture restarted on 50020 may find it still taken for a moment."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            sock.bind(address)
+            return
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class CaptureSimulator:
     """Pupil Capture's Network API on loopback, fed by ``recording``. Use as a context manager or
     call :meth:`start` and :meth:`stop`.
@@ -188,7 +202,7 @@ class CaptureSimulator:
         xpub.sndhwm = 0  # a test tool: never drop what a slow subscriber has not read yet
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         if self._remote_port:
-            rep.bind(f"tcp://{self.host}:{self._remote_port}")
+            _bind_retrying(rep, f"tcp://{self.host}:{self._remote_port}")
             remote = self._remote_port
         else:
             remote = rep.bind_to_random_port(f"tcp://{self.host}")

@@ -1,0 +1,385 @@
+"""The live path on real sockets on loopback: simulated Capture → relay → subscriber.
+
+Sockets bind to 127.0.0.1 on random ports with linger 0; every receive goes through a poller
+with a timeout; nothing sleeps to wait for a message.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from streamdp.gaze import Recording
+from streamdp.network.relay import Relay
+from streamdp.network.simulator import CaptureSimulator
+from streamdp.network.sink import ReleasePublisher
+from streamdp.network.subscriber import connect_subscriber
+from streamdp.pipeline import FeaturePipeline, PrivatePipeline
+from streamdp.privacy import dcfpa, default_profile, secure_generator
+from streamdp.privacy.accountant import PrivacyUnit
+from streamdp.readers import read_recording
+from streamdp.synthetic import generate
+
+from .conftest import shared
+
+B = default_profile()
+SYN = generate(duration=110.0, rate=200.0, seed=4).recording  # 160 steps: 5 chunks of 32
+
+
+def _pipeline(seed: int = 7, unit: PrivacyUnit | None = None, n: int = 32) -> PrivatePipeline:
+    return PrivatePipeline(dcfpa(epsilon=1.0, bounds=B, chunk_length=n), unit=unit, rng=secure_generator(seed))
+
+
+@contextmanager
+def live(
+    recording: Recording, pipeline: PrivatePipeline, **sim_kwargs
+) -> Iterator[tuple[CaptureSimulator, Relay, zmq.Socket]]:
+    """Simulator, relay in a thread, and a raw subscriber on everything the relay publishes."""
+    sink = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000)
+    sub = connect_subscriber(sink.endpoint, ("",))
+    poller_ready = zmq.Poller()
+    poller_ready.register(sink.socket, zmq.POLLIN)
+    while sink.poll_subscriptions() == 0:
+        poller_ready.poll(50)
+    sim = CaptureSimulator(recording, speed=sim_kwargs.pop("speed", 0.0), **sim_kwargs)
+    sim.start()
+    relay = Relay(pipeline, sink, remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
+    th = threading.Thread(target=relay.run, daemon=True)
+    th.start()
+    try:
+        yield sim, relay, sub
+    finally:
+        relay.stop()
+        th.join(5)
+        sim.stop()
+        sub.close(linger=0)
+        sink.close()
+
+
+def _receive(sub: zmq.Socket, n_chunks: int, timeout: float = 10.0) -> tuple[list[dict], list[list[bytes]]]:
+    chunks, frames = [], []
+    while len(chunks) < n_chunks and sub.poll(int(timeout * 1000)):
+        f = sub.recv_multipart()
+        frames.append(f)
+        msg = msgpack.unpackb(f[1], raw=False, strict_map_key=False)
+        if f[0].startswith(b"streamdp.features."):
+            chunks.append(msg)
+    return chunks, frames
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _offline(recording: Recording, seed: int = 7, n: int = 32):
+    return _pipeline(seed, n=n).run(recording)
+
+
+def test_simulate_relay_subscriber_equals_the_offline_pipeline_on_synthetic_gaze():
+    want = _offline(SYN)
+    with live(SYN, _pipeline()) as (_, relay, sub):
+        got, _ = _receive(sub, len(want) - 1)
+    # the relay holds the last 50 ms for reordering, so the offline run may finish one more chunk
+    assert len(got) >= len(want) - 1 >= 3
+    for msg, rel in zip(got, want, strict=False):
+        np.testing.assert_array_equal(np.array(msg["values"]), rel.values)
+        np.testing.assert_array_equal(np.array(msg["t"]), rel.t)
+        assert msg["ledger"]["chunk_index"] == rel.ledger["chunk_index"]
+    assert relay.counters.malformed == relay.counters.invalid == relay.counters.late == 0
+
+
+def test_simulate_relay_subscriber_equals_the_offline_pipeline_on_a_real_recording():
+    rec = read_recording(shared("cateyes_119hz", "test_data_full.csv"))
+    want = _offline(rec, n=64)
+    with live(rec, _pipeline(n=64)) as (_, relay, sub):
+        got, _ = _receive(sub, len(want) - 1)
+    assert len(got) >= len(want) - 1 >= 7
+    for msg, rel in zip(got, want, strict=False):
+        np.testing.assert_array_equal(np.array(msg["values"]), rel.values)
+
+
+def test_no_raw_gaze_pupil_or_unsanitized_feature_leaves_the_relay():
+    rows = FeaturePipeline().run(SYN)
+    g = SYN.gaze
+    raw = {float(v) for arr in (g.x, g.y, g.confidence, g.diameter) for v in arr.tolist() if np.isfinite(v)}
+    with live(SYN, _pipeline()) as (_, _, sub):
+        chunks, frames = _receive(sub, 4)
+    assert len(chunks) == 4
+    allowed_topics = (b"streamdp.features.dcfpa", b"streamdp.status")
+    for topic, payload in frames:
+        assert topic in allowed_topics
+        msg = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+        if topic == b"streamdp.status":
+            assert all(isinstance(v, (int, float, str, bool)) for v in msg.values())
+            continue
+        assert set(msg) == {"topic", "schema_version", "names", "t", "values", "clipped_fraction", "ledger"}
+        values = np.array(msg["values"])
+        assert values.shape == (32, 52)
+        # nothing published equals a raw gaze, confidence or pupil value
+        assert not raw & {float(v) for v in values.ravel()}
+        # and no chunk is the unsanitized features
+        i = int(np.searchsorted(rows.t, msg["t"][0]))
+        assert not np.any(np.isclose(values, rows.values[i : i + 32], rtol=1e-9, atol=0))
+        ledger_numbers = [v for v in msg["ledger"].values() if isinstance(v, float)]
+        assert not raw & set(ledger_numbers)
+
+
+def test_garbage_on_the_backbone_is_counted_and_skipped_without_changing_the_output():
+    want = _offline(SYN)
+    with live(SYN, _pipeline(), wait_for_subscriber=True) as (sim, relay, sub):
+        pub = zmq.Context.instance().socket(zmq.PUB)
+        pub.linger = 0
+        pub.connect(f"tcp://127.0.0.1:{sim.ports.pub}")
+        # garbage goes in as a real app would publish it, before and during the stream
+        garbage = [
+            [b"gaze.3d.01.", b"\xc1\xc1 not msgpack"],
+            [b"gaze.3d.01.", msgpack.packb([1, 2, 3])],
+            [b"gaze.3d.01.", msgpack.packb({"timestamp": "soon", "norm_pos": [0.5, 0.5], "confidence": 1.0})],
+            [b"gaze.3d.01.", msgpack.packb({"timestamp": 1e3, "norm_pos": "middle", "confidence": 1.0})],
+            [b"gaze.3d.01.", msgpack.packb({"timestamp": 1e3, "norm_pos": [0.5, 0.5], "confidence": 3.0})],
+            [b"gaze.3d.01."],
+        ]
+        while relay.counters.malformed + relay.counters.invalid < 1:
+            for g in garbage:
+                pub.send_multipart(g)
+            sub.poll(20)
+        got, _ = _receive(sub, len(want) - 1)
+        pub.close(linger=0)
+    assert relay.counters.malformed >= 1 and relay.counters.invalid >= 1
+    for msg, rel in zip(got, want, strict=False):
+        np.testing.assert_array_equal(np.array(msg["values"]), rel.values)
+
+
+def test_capture_restart_starts_a_new_segment_and_nothing_spans_it():
+    first = generate(duration=80.0, rate=200.0, seed=1, start_time=5000.0).recording  # 100 steps
+    second = generate(duration=80.0, rate=200.0, seed=2, start_time=10.0).recording  # clock reset
+    sink = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000)
+    sub = connect_subscriber(sink.endpoint)
+    while sink.poll_subscriptions() == 0:
+        sub.poll(20)
+    port = _free_port()
+    sim = CaptureSimulator(first, speed=0, remote_port=port)
+    sim.start()
+    relay = Relay(_pipeline(), sink, remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
+    th = threading.Thread(target=relay.run, daemon=True)
+    th.start()
+    try:
+        before, _ = _receive(sub, 2)
+        assert sim.wait_until_finished(10)
+        sim.stop()  # Capture quits ...
+        sim2 = CaptureSimulator(second, speed=0, remote_port=port)  # ... and comes back, clock reset
+        sim2.start()
+        after: list[dict] = []
+        while sum(m["t"][-1] < 100 for m in after) < 2:
+            got, _ = _receive(sub, 1)
+            assert got, "no chunk from the restarted Capture"
+            after += got
+        sim2.stop()
+    finally:
+        relay.stop()
+        th.join(5)
+        sub.close(linger=0)
+        sink.close()
+    assert [m["t"][0] > 5000 for m in before] == [True, True]
+    old = [m for m in after if m["t"][0] > 5000]  # the old session's last whole chunk, flushed at the restart
+    new = [m for m in after if m["t"][-1] < 100]
+    assert len(old) + len(new) == len(after) and len(old) <= 1 and len(new) == 2
+    assert all(np.allclose(np.diff(m["t"]), 0.5) for m in before + after)  # no chunk spans the restart
+    assert relay.counters.reconnects + relay.counters.restarts >= 1
+    # the segment after the restart starts its own 30 s window
+    assert new[0]["t"][0] == pytest.approx(float(second.gaze.t[0]) + 30.0)
+
+
+def test_a_subscriber_that_vanishes_costs_nothing_and_others_keep_receiving():
+    with live(SYN, _pipeline()) as (_, relay, sub):
+        ghost = connect_subscriber(relay.sink.endpoint)
+        ghost.close(linger=0)  # connects and vanishes without reading anything
+        got, _ = _receive(sub, 3)
+    assert len(got) == 3
+
+
+def test_budget_cap_reached_mid_session_stops_releases_and_says_so():
+    unit = PrivacyUnit("session", budget=52.0 * 2)
+    with live(SYN, _pipeline(unit=unit)) as (_, relay, sub):
+        chunks, frames = [], []
+        status = None
+        while sub.poll(5000):
+            f = sub.recv_multipart()
+            msg = msgpack.unpackb(f[1], raw=False, strict_map_key=False)
+            if f[0] == b"streamdp.status":
+                status = msg
+                break
+            chunks.append(msg)
+    assert len(chunks) == 2
+    assert status is not None and status["budget_exhausted"] is True
+    assert "nothing more is released" in status["message"]
+    assert relay.counters.released == 2
+
+
+def test_relay_refuses_a_non_loopback_bind_without_curve():
+    from streamdp import InputError
+
+    with pytest.raises(InputError, match="refusing to publish sanitized features beyond this machine"):
+        ReleasePublisher("tcp://0.0.0.0:0")
+
+
+def test_curve_lets_only_allowed_clients_in(tmp_path):
+    import zmq.auth
+
+    server_dir, clients_dir, other_dir = (tmp_path / d for d in ("server", "clients", "other"))
+    for d in (server_dir, clients_dir, other_dir):
+        d.mkdir()
+    server_pub, server_sec = zmq.auth.create_certificates(str(server_dir), "server")
+    client_pub, client_sec = zmq.auth.create_certificates(str(clients_dir), "client")
+    _, stranger_sec = zmq.auth.create_certificates(str(other_dir), "stranger")
+    from streamdp.network.sink import CurveServer
+
+    sink = ReleasePublisher("tcp://127.0.0.1:0", curve=CurveServer(server_sec, clients_dir))
+    try:
+        good = connect_subscriber(
+            sink.endpoint, ("streamdp.status",), server_public_key=server_pub, client_certificate=client_sec
+        )
+        bad = connect_subscriber(
+            sink.endpoint, ("streamdp.status",), server_public_key=server_pub, client_certificate=stranger_sec
+        )
+        plain = connect_subscriber(sink.endpoint, ("streamdp.status",))
+        while sink.poll_subscriptions() < 1:
+            good.poll(20)
+        sink.publish_status({"released": 1})
+        assert good.poll(3000)
+        assert msgpack.unpackb(good.recv_multipart()[1])["released"] == 1
+        assert not bad.poll(300) and not plain.poll(300)
+        assert sink.subscriptions == 1  # only the allowed client got in
+    finally:
+        for s in (good, bad, plain):
+            s.close(linger=0)
+        sink.close()
+
+
+def test_sink_accepts_only_private_releases_and_counter_status():
+    sink = ReleasePublisher("tcp://127.0.0.1:0")
+    try:
+        with pytest.raises(TypeError, match="only a PrivateRelease"):
+            sink.publish({"values": [[1.0]]})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="status may hold only counters"):
+            sink.publish_status({"gaze": [0.5, 0.5]})
+    finally:
+        sink.close()
+
+
+def test_pupil_remote_commands_answer_as_capture_does():
+    with CaptureSimulator(SYN, speed=0, wait_for_subscriber=True) as sim:
+        req = zmq.Context.instance().socket(zmq.REQ)
+        req.linger = 0
+        req.connect(sim.remote_address)
+
+        def ask(*frames: bytes) -> str:
+            req.send_multipart(list(frames))
+            assert req.poll(2000)
+            return req.recv_string()
+
+        assert int(ask(b"SUB_PORT")) == sim.ports.sub
+        assert int(ask(b"PUB_PORT")) == sim.ports.pub
+        assert float(ask(b"t")) == pytest.approx(float(SYN.gaze.t[0]))
+        assert ask(b"T 123.5") == "Timesync successful."
+        assert float(ask(b"t")) == pytest.approx(123.5)
+        assert ask(b"R") == "OK" and sim.recording_active
+        assert ask(b"r") == "OK" and not sim.recording_active
+        assert ask(b"v") == "3.5.1"
+        assert ask(b"nonsense") == "Unknown command."
+        # a notification is forwarded onto the backbone
+        sub = zmq.Context.instance().socket(zmq.SUB)
+        sub.linger = 0
+        sub.connect(f"tcp://127.0.0.1:{sim.ports.sub}")
+        sub.setsockopt(zmq.SUBSCRIBE, b"notify.")
+        note = msgpack.packb({"subject": "recording.should_start"}, use_bin_type=True)
+        while True:  # resend until the subscription has reached the backbone
+            assert ask(b"notify.recording.should_start", note) == "Notification received"
+            if sub.poll(100):
+                break
+        topic, payload = sub.recv_multipart()
+        assert topic == b"notify.recording.should_start"
+        assert msgpack.unpackb(payload)["subject"] == "recording.should_start"
+        req.close(linger=0)
+        sub.close(linger=0)
+
+
+def test_simulator_publishes_capture_datums_with_their_field_names_and_types():
+    with CaptureSimulator(SYN, speed=0) as sim:
+        sub = zmq.Context.instance().socket(zmq.SUB)
+        sub.linger = 0
+        sub.connect(f"tcp://127.0.0.1:{sim.ports.sub}")
+        for t in ("gaze.", "pupil."):
+            sub.setsockopt_string(zmq.SUBSCRIBE, t)
+        seen: dict[bytes, dict] = {}
+        while len(seen) < 3 and sub.poll(3000):
+            topic, payload = sub.recv_multipart()
+            seen.setdefault(topic, msgpack.unpackb(payload, raw=False, strict_map_key=False))
+        sub.close(linger=0)
+    gaze = seen[b"gaze.3d.01."]
+    assert gaze["topic"] == "gaze.3d.01."
+    assert isinstance(gaze["timestamp"], float) and isinstance(gaze["confidence"], float)
+    assert len(gaze["norm_pos"]) == 2 and len(gaze["base_data"]) == 2
+    assert set(gaze["eye_centers_3d"]) == {0, 1}  # int keys, as Capture sends them
+    pupil = seen[b"pupil.0.3d"]
+    assert pupil["id"] == 0 and "diameter_3d" in pupil and pupil["method"].startswith("pye3d")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_mid_chunk_stops_the_relay_cleanly_without_a_partial_chunk(tmp_path):
+    rec = generate(duration=400.0, rate=200.0, seed=5).recording
+    relay_port = _free_port()
+    endpoint = f"tcp://127.0.0.1:{relay_port}"
+    with CaptureSimulator(rec, speed=40.0) as sim:  # ~10 s of playback: the relay is mid-stream
+        sub = connect_subscriber(endpoint)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamdp.cli",
+                "relay",
+                "--remote",
+                sim.remote_address,
+                "--bind",
+                endpoint,
+                "--chunk-length",
+                "32",
+                "--seed",
+                "1",
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            assert sub.poll(20_000), "no chunk within 20 s"
+            first = msgpack.unpackb(sub.recv_multipart()[1], raw=False)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        received = [first]
+        while sub.poll(200):
+            f = sub.recv_multipart()
+            if f[0].startswith(b"streamdp.features."):
+                received.append(msgpack.unpackb(f[1], raw=False))
+        sub.close(linger=0)
+    assert proc.returncode == 0
+    assert "streamdp relay stopped" in err
+    assert all(len(m["t"]) == 32 and len(m["values"]) == 32 for m in received)
