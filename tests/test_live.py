@@ -105,7 +105,7 @@ def test_simulate_relay_subscriber_equals_the_offline_pipeline_on_synthetic_gaze
 def test_simulate_relay_subscriber_equals_the_offline_pipeline_on_a_real_recording():
     rec = read_recording(shared("cateyes_119hz", "test_data_full.csv"))
     want = _offline(rec, n=64)
-    with live(rec, _pipeline(n=64)) as (_, relay, sub):
+    with live(rec, _pipeline(n=64)) as (_, _relay, sub):
         got, _ = _receive(sub, len(want) - 1)
     assert len(got) >= len(want) - 1 >= 7
     for msg, rel in zip(got, want, strict=False):
@@ -215,7 +215,7 @@ def test_a_subscriber_that_vanishes_costs_nothing_and_others_keep_receiving():
 def test_budget_cap_reached_mid_session_stops_releases_and_says_so():
     unit = PrivacyUnit("session", budget=52.0 * 2)
     with live(SYN, _pipeline(unit=unit)) as (_, relay, sub):
-        chunks, frames = [], []
+        chunks, _frames = [], []
         status = None
         while sub.poll(5000):
             f = sub.recv_multipart()
@@ -244,7 +244,7 @@ def test_curve_lets_only_allowed_clients_in(tmp_path):
     for d in (server_dir, clients_dir, other_dir):
         d.mkdir()
     server_pub, server_sec = zmq.auth.create_certificates(str(server_dir), "server")
-    client_pub, client_sec = zmq.auth.create_certificates(str(clients_dir), "client")
+    _client_pub, client_sec = zmq.auth.create_certificates(str(clients_dir), "client")
     _, stranger_sec = zmq.auth.create_certificates(str(other_dir), "stranger")
     from streamdp.network.sink import CurveServer
 

@@ -36,6 +36,7 @@ from ..errors import BudgetExhausted, InputError
 from ..gaze import BlinkEvents
 from ..pipeline import PrivatePipeline
 from ..pupil_datum import Row, gaze_batch, gaze_row
+from ..stages.reorder import ReorderBuffer
 from .sink import ReleasePublisher, backbone_publisher
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,7 @@ class Relay:
         self._sub: zmq.Socket | None = None
         self._sub_port = 0
         self._backbone: zmq.Socket | None = None
-        self._held: list[Row] = []
-        self._fed_until = -float("inf")
+        self._order = ReorderBuffer(reorder_window)
         self._blinks_on = pipeline.features.event_config.blink_source == "given"
         self._onset: float | None = None
         self._blinks: list[tuple[float, float]] = []
@@ -261,25 +261,19 @@ class Relay:
             self._onset = None
 
     def _ingest(self, rows: list[Row]) -> None:
-        rows.sort(key=lambda r: r[0])
-        if rows[0][0] < self._fed_until - 1.0:
-            # the clock went back by more than reordering explains: Capture restarted
-            log.warning("Pupil time went back from %.3f to %.3f: new segment", self._fed_until, rows[0][0])
+        if self._order.clock_went_back(rows):
+            log.warning(
+                "Pupil time went back to %.3f (fed until %.3f): new segment", rows[0][0], self._order.released_until
+            )
             self.counters.restarts += 1
             self._restart_stream()
-        held = self._held + rows
-        held.sort(key=lambda r: r[0])
-        cut = held[-1][0] - self.reorder_window
-        ready = [r for r in held if r[0] <= cut]
-        self._held = [r for r in held if r[0] > cut]
-        fresh = [r for r in ready if r[0] >= self._fed_until]
-        self.counters.late += len(ready) - len(fresh)
+        fresh = self._order.push(rows)
+        self.counters.late = self._order.late
         if fresh:
             self._feed(fresh)
 
     def _feed(self, rows: list[Row]) -> None:
         batch = gaze_batch(rows, f"Capture at {self.remote}", unit="mm", sort=False)
-        self._fed_until = float(batch.t[-1])
         blinks = None
         if self._blinks_on:
             blinks = BlinkEvents.from_arrays([b[0] for b in self._blinks], [b[1] for b in self._blinks])
@@ -306,14 +300,12 @@ class Relay:
 
     def _restart_stream(self) -> None:
         """Finish what the held data allow, then start a new segment with the next gaze."""
-        if self._held:
-            held, self._held = self._held, []
-            fresh = [r for r in held if r[0] >= self._fed_until]
-            if fresh:
-                self._feed(fresh)
+        fresh = self._order.drain()
+        if fresh:
+            self._feed(fresh)
         try:
             self._publish(self.pipeline.restart())
         except BudgetExhausted:
             pass
-        self._fed_until = -float("inf")
+        self._order.reset()
         self._onset = None
