@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -231,13 +232,14 @@ def _demo(args: argparse.Namespace) -> int:
     from .synthetic import generate
 
     rec = generate(duration=args.seconds, rate=200.0, seed=0).recording
+    pipeline = _private_pipeline(args)  # bad options fail here, before any socket exists
     sink = ReleasePublisher("tcp://127.0.0.1:0")
-    sub = connect_subscriber(sink.endpoint, ("streamdp.features.",))
-    while sink.poll_subscriptions() == 0:  # the subscriber is in before anything is published
+    sub = connect_subscriber(sink.endpoint, ("streamdp.features.", "streamdp.status"))
+    while sink.poll_subscriptions() < 2:  # the subscriber is in before anything is published
         sub.poll(10)
     sim = CaptureSimulator(rec, speed=args.speed)
     sim.start()
-    relay = Relay(_private_pipeline(args), sink, remote=sim.remote_address)
+    relay = Relay(pipeline, sink, remote=sim.remote_address)
     thread = threading.Thread(target=relay.run, daemon=True)
     thread.start()
     print(
@@ -247,8 +249,14 @@ def _demo(args: argparse.Namespace) -> int:
     )
     want = int((args.seconds - 30.0) / 0.5) // args.chunk_length
     got = 0
+    wait = args.seconds / args.speed + 10 if args.speed else 10
     try:
-        for topic, msg in messages(sub, timeout=args.seconds / max(args.speed, 1e-9) + 10 if args.speed else 10):
+        for topic, msg in messages(sub, timeout=wait):
+            if topic == "streamdp.status":
+                if msg.get("budget_exhausted"):
+                    print(f"budget: {msg['message']}", file=sys.stderr)
+                    break
+                continue
             _print_message(topic, msg)
             got += 1
             if got >= want:
@@ -311,9 +319,21 @@ def _relay(args: argparse.Namespace) -> int:
         curve = CurveServer(Path(args.curve_secret), Path(args.curve_clients))
     pipeline = _private_pipeline(args)
     sink = ReleasePublisher(args.bind, curve=curve, insecure=args.insecure)
-    relay = Relay(
-        pipeline, sink, remote=args.remote, to_backbone=args.to_backbone, status_interval=args.status_interval
-    )
+    relay: Any
+    if args.neon is not None:
+        from .network.neon import NeonRelay, connect_device
+
+        try:
+            device = connect_device(args.neon or None)
+        except StreamdpError:
+            sink.close()
+            raise
+        relay = NeonRelay(pipeline, sink, device, invisible=args.invisible)
+        args.remote = f"Neon at {args.neon or 'a discovered device'}"
+    else:
+        relay = Relay(
+            pipeline, sink, remote=args.remote, to_backbone=args.to_backbone, status_interval=args.status_interval
+        )
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: relay.stop())
     print(
@@ -508,6 +528,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="confidence",
         help="detect blinks from confidence or use Capture's blink detector",
     )
+    p.add_argument(
+        "--neon",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="HOST[:PORT]",
+        help="take gaze from a Neon or Invisible (realtime API) instead of Pupil Capture; "
+        "without an address the device is discovered",
+    )
+    p.add_argument("--invisible", action="store_true", help="the device is a Pupil Invisible (scene 1088×1080)")
     _add_mechanism_options(p)
 
     p = sub.add_parser("subscribe", help="print the sanitized chunks a relay publishes")

@@ -35,13 +35,23 @@ def _diameters(datum: Mapping[str, Any]) -> tuple[float, float]:
     base = datum.get("base_data")
     if isinstance(base, Mapping):
         base = (base,)
-    if not isinstance(base, (list, tuple)) or not base:
+    if not isinstance(base, (list, tuple)):
         return math.nan, math.nan
-    mm = [b.get("diameter_3d") for b in base if isinstance(b, Mapping)]
-    px = [b.get("diameter") for b in base if isinstance(b, Mapping)]
-    mm_f = [float(v) for v in mm if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
-    px_f = [float(v) for v in px if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
-    return (sum(mm_f) / len(mm_f) if mm_f else math.nan, sum(px_f) / len(px_f) if px_f else math.nan)
+    mm = px = 0.0
+    n_mm = n_px = 0
+    for b in base:
+        if not isinstance(b, dict):
+            continue
+        v = b.get("diameter_3d")
+        # `v > 0` is False for NaN; `v < inf` keeps infinities out
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf:
+            mm += v
+            n_mm += 1
+        v = b.get("diameter")
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf:
+            px += v
+            n_px += 1
+    return (mm / n_mm if n_mm else math.nan, px / n_px if n_px else math.nan)
 
 
 def _eye(topic: object) -> int:
@@ -62,6 +72,27 @@ def gaze_row(datum: object, where: str) -> Row:
         Not a dict, a missing field, a field of the wrong type, a non-finite number, or a
         confidence outside [0, 1], named with ``where``.
     """
+    if type(datum) is dict:
+        # the relay's hot path: Capture's own datums, plain floats, checked without ABC lookups
+        t = datum.get("timestamp")
+        conf = datum.get("confidence")
+        pos = datum.get("norm_pos")
+        if type(t) is float and type(conf) is float and isinstance(pos, (list, tuple)) and len(pos) == 2:
+            x, y = pos
+            if (
+                type(x) is float
+                and type(y) is float
+                and t - t == 0.0  # finite: inf - inf and nan - nan are nan
+                and x - x == 0.0
+                and y - y == 0.0
+                and 0.0 <= conf <= 1.0
+            ):
+                mm, px = _diameters(datum)
+                return t, x, y, conf, mm, px, _eye(datum.get("topic", ""))
+    return _checked_row(datum, where)
+
+
+def _checked_row(datum: object, where: str) -> Row:
     if not isinstance(datum, Mapping):
         raise InputError(f"{where}: a {type(datum).__name__}, not a gaze datum")
     try:

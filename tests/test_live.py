@@ -383,3 +383,27 @@ def test_sigterm_mid_chunk_stops_the_relay_cleanly_without_a_partial_chunk(tmp_p
     assert proc.returncode == 0
     assert "streamdp relay stopped" in err
     assert all(len(m["t"]) == 32 and len(m["values"]) == 32 for m in received)
+
+
+def test_to_backbone_publishes_releases_onto_captures_backbone_for_its_recorder():
+    sink = ReleasePublisher("tcp://127.0.0.1:0")
+    sim = CaptureSimulator(SYN, speed=0)
+    sim.start()
+    backbone = zmq.Context.instance().socket(zmq.SUB)
+    backbone.linger = 0
+    backbone.connect(f"tcp://127.0.0.1:{sim.ports.sub}")
+    backbone.setsockopt(zmq.SUBSCRIBE, b"streamdp.")
+    relay = Relay(_pipeline(), sink, remote=sim.remote_address, to_backbone=True, heartbeat=0.2, timeout=0.3)
+    th = threading.Thread(target=relay.run, daemon=True)
+    th.start()
+    try:
+        assert backbone.poll(10_000)
+        topic, payload = backbone.recv_multipart()
+    finally:
+        relay.stop()
+        th.join(5)
+        sim.stop()
+        backbone.close(linger=0)
+        sink.close()
+    assert topic == b"streamdp.features.dcfpa"
+    assert np.array(msgpack.unpackb(payload, raw=False)["values"]).shape == (32, 52)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -114,6 +115,9 @@ class Relay:
         self._onset: float | None = None
         self._blinks: list[tuple[float, float]] = []
         self._unpack_opts: dict[str, Any] = {"raw": False, "strict_map_key": False, "use_list": True}
+        #: called with each release and the monotonic time its last gaze message was received
+        self.on_release: Callable[[Any, float], None] | None = None
+        self._batch_received = 0.0
 
     # ---------------------------------------------------------------- control
 
@@ -225,26 +229,26 @@ class Relay:
                 break
             self.counters.received += 1
             self._decode(frames, rows)
+        self._batch_received = time.monotonic()
         if rows:
             self._ingest(rows)
 
     def _decode(self, frames: list[bytes], rows: list[Row]) -> None:
-        where = "backbone frame"
         try:
-            topic = frames[0].decode()
+            topic = frames[0]
             datum = msgpack.unpackb(frames[1], **self._unpack_opts)
         except (IndexError, ValueError, TypeError, msgpack.UnpackException):
             self.counters.malformed += 1
-            log.debug("skipped a malformed %s", where)
+            log.debug("skipped a malformed backbone frame")
             return
         if not isinstance(datum, dict):
             self.counters.malformed += 1
             return
-        if topic.startswith("blinks"):
+        if topic.startswith(b"blinks"):
             self._blink(datum)
             return
         try:
-            rows.append(gaze_row(datum, f"{topic} datum"))
+            rows.append(gaze_row(datum, "gaze datum"))
         except InputError as exc:
             self.counters.invalid += 1
             log.debug("skipped %s", exc)
@@ -286,6 +290,8 @@ class Relay:
 
     def _publish(self, releases: list[Any]) -> None:
         for rel in releases:
+            if self.on_release is not None:
+                self.on_release(rel, self._batch_received)
             self.sink.publish(rel)
             if self._backbone is not None:
                 self._backbone.send_multipart([rel.topic.encode(), msgpack.packb(rel.to_message(), use_bin_type=True)])

@@ -1,0 +1,190 @@
+"""Relay speed (issue: throughput with features and DCFPA ≥ 80 % of a bare pyzmq SUB + msgpack
+decode loop over the same messages, ratio in one run; latency from the gaze message that
+completes a chunk to the sanitized message at a subscriber ≤ 2 ms p99)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from streamdp.network.relay import Relay
+from streamdp.network.simulator import gaze_datums
+from streamdp.network.sink import ReleasePublisher
+from streamdp.pipeline import PrivatePipeline
+from streamdp.privacy import dcfpa, default_profile, secure_generator
+from streamdp.synthetic import generate
+
+GROUP = "relay throughput: bare SUB+msgpack decode / relay with features and DCFPA"
+
+
+@pytest.fixture(scope="module")
+def gaze_frames():
+    rec = generate(duration=300.0, rate=200.0, seed=3).recording
+    pack = msgpack.Packer(use_bin_type=True).pack
+    return [[d["topic"].encode(), pack(d)] for d in gaze_datums(rec) if d["topic"].startswith("gaze.")]
+
+
+def _pair():
+    ctx = zmq.Context.instance()
+    pub = ctx.socket(zmq.PUB)
+    pub.linger = 0
+    pub.sndhwm = 0
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    sub = ctx.socket(zmq.SUB)
+    sub.linger = 0
+    sub.rcvhwm = 0
+    sub.connect(f"tcp://127.0.0.1:{port}")
+    sub.setsockopt(zmq.SUBSCRIBE, b"gaze.")
+    while True:  # until the subscription reached the publisher: probe, no sleeping
+        pub.send_multipart([b"gaze.probe", b"\x80"])
+        if sub.poll(20):
+            while sub.poll(20):
+                sub.recv_multipart()
+            return pub, sub
+
+
+def _send_all(pub, frames):
+    for f in frames:
+        pub.send_multipart(f)
+
+
+def test_bare_sub_and_decode(benchmark, gaze_frames):
+    benchmark.group = GROUP
+    benchmark.extra_info["role"] = "baseline"
+    n = len(gaze_frames)
+
+    def run():
+        pub, sub = _pair()
+        sender = threading.Thread(target=_send_all, args=(pub, gaze_frames))
+        sender.start()
+        got = 0
+        while got < n and sub.poll(5000):
+            msgpack.unpackb(sub.recv_multipart()[1], raw=False, strict_map_key=False)
+            got += 1
+        sender.join()
+        pub.close(linger=0)
+        sub.close(linger=0)
+        return got
+
+    assert benchmark.pedantic(run, rounds=3, iterations=1) == n
+
+
+def test_relay_with_features_and_dcfpa(benchmark, gaze_frames):
+    benchmark.group = GROUP
+    benchmark.extra_info.update(
+        role="candidate", target="(target: relay at >= 80 % of the bare rate, i.e. ratio <= 1.25x)"
+    )
+    n = len(gaze_frames)
+
+    def run():
+        pub, sub = _pair()
+        sink = ReleasePublisher("tcp://127.0.0.1:0")
+        pipe = PrivatePipeline(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=32), rng=secure_generator(0))
+        relay = Relay(pipe, sink)
+        relay._sub = sub  # the relay's own ingest path on an already connected socket
+        sender = threading.Thread(target=_send_all, args=(pub, gaze_frames))
+        sender.start()
+        while relay.counters.received < n and sub.poll(5000):
+            relay._drain()
+        sender.join()
+        released = relay.counters.released
+        pub.close(linger=0)
+        sub.close(linger=0)
+        sink.close()
+        return released
+
+    assert benchmark.pedantic(run, rounds=3, iterations=1) >= 15
+
+
+def _paced_sender(port_q, go, seconds: float, speed: float) -> None:
+    """Child process: publish synthetic gaze at ``speed`` × real time once told to go."""
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    pub.linger = 0
+    pub.sndhwm = 0
+    port_q.put(pub.bind_to_random_port("tcp://127.0.0.1"))
+    rec = generate(duration=seconds, rate=200.0, seed=9).recording
+    datums = [d for d in gaze_datums(rec) if d["topic"].startswith("gaze.")]
+    frames = [[d["topic"].encode(), msgpack.packb(d, use_bin_type=True)] for d in datums]
+    while not go.wait(0.01):
+        pub.send_multipart([b"gaze.probe", msgpack.packb({})])
+    start, t0 = time.monotonic(), datums[0]["timestamp"]
+    for f, d in zip(frames, datums, strict=True):
+        delay = start + (d["timestamp"] - t0) / speed - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)  # pacing the source like a 200 Hz eye tracker, not waiting for a message
+        pub.send_multipart(f)
+    pub.close(linger=0)
+    ctx.term()
+
+
+def _subscriber(endpoint: str, ready, out_q, expected: int) -> None:
+    """Child process: an app receiving sanitized chunks; reports (chunk index, arrival time)."""
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.linger = 0
+    sub.connect(endpoint)
+    sub.setsockopt(zmq.SUBSCRIBE, b"streamdp.features.")
+    ready.set()
+    got = []
+    while len(got) < expected and sub.poll(5000):
+        payload = sub.recv_multipart()[1]
+        now = time.monotonic()
+        got.append((msgpack.unpackb(payload, raw=False)["ledger"]["chunk_index"], now))
+    out_q.put(got)
+    sub.close(linger=0)
+    ctx.term()
+
+
+def test_release_latency_p99(benchmark):
+    """Gaze from another process at 20× real time; the relay here; the subscribing app in a third
+    process. Latency: the relay's receipt of the gaze message that completed a chunk → the chunk's
+    arrival at the app (CLOCK_MONOTONIC is the same clock in all processes)."""
+    import multiprocessing as mp
+
+    spawn = mp.get_context("spawn")
+    seconds, chunk = 130.0, 2
+    expected = int((seconds - 30.0) / 0.5) // chunk - 1
+    sink = ReleasePublisher("tcp://127.0.0.1:0")
+    port_q, out_q, go, ready = spawn.Queue(), spawn.Queue(), spawn.Event(), spawn.Event()
+    sender = spawn.Process(target=_paced_sender, args=(port_q, go, seconds, 20.0))
+    app = spawn.Process(target=_subscriber, args=(sink.endpoint, ready, out_q, expected))
+    sender.start()
+    app.start()
+    port = port_q.get(timeout=60)
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    sub.connect(f"tcp://127.0.0.1:{port}")
+    sub.setsockopt(zmq.SUBSCRIBE, b"gaze.")
+    assert ready.wait(60) and sub.poll(10_000)  # the source's probes reach us
+    while sink.poll_subscriptions() == 0:
+        sub.poll(10)
+    pipe = PrivatePipeline(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=chunk), rng=secure_generator(0))
+    relay = Relay(pipe, sink)
+    relay._sub = sub
+    sent_at: dict[int, float] = {}
+    relay.on_release = lambda rel, t: sent_at.__setitem__(rel.ledger["chunk_index"], t)
+
+    def run():
+        go.set()
+        while relay.counters.released < expected and sub.poll(3000):
+            relay._drain()
+        return relay.counters.released
+
+    released = benchmark.pedantic(run, rounds=1, iterations=1)
+    arrivals = out_q.get(timeout=30)
+    sender.join(30)
+    app.join(30)
+    lat = np.array([(t - sent_at[i]) * 1000 for i, t in arrivals])
+    benchmark.extra_info.update(
+        target=f"(latency ms over {lat.size} releases: p50 {np.percentile(lat, 50):.3f}, "
+        f"p99 {np.percentile(lat, 99):.3f}, max {lat.max():.3f}; target p99 <= 2 ms)"
+    )
+    sub.close(linger=0)
+    sink.close()
+    assert released >= expected and lat.size == expected
