@@ -372,6 +372,76 @@ def _subscribe(args: argparse.Namespace) -> int:
     return 0
 
 
+@_command("replay")
+def _replay(args: argparse.Namespace) -> int:
+    from .offline.replay import ReplayConfig, replay
+
+    k: int | str | None = None
+    if args.k is not None:
+        k = "private" if args.k == "private" else _int_option("--k", args.k)
+    config = ReplayConfig(
+        mechanism=args.mechanism,
+        epsilon=args.epsilon,
+        chunk_length=args.chunk_length,
+        transform=args.transform,
+        k=k,
+        sensitivity=args.sensitivity,
+        bounds_file=args.bounds,
+        unit=args.unit,
+        budget=args.budget,
+        w=args.w,
+        seed=args.seed,
+        blinks=args.blinks,
+    )
+    config.pipeline(0)  # bad options fail here, before any work starts
+    results = replay(
+        args.paths,
+        args.out,
+        config,
+        overwrite=args.overwrite,
+        jobs=args.jobs,
+        executor=args.executor,
+        scheduler=args.scheduler,
+        progress=not args.quiet,
+    )
+    failed = 0
+    for r in results:
+        if r.skipped:
+            failed += r.skipped.startswith("cannot read")
+            print(f"skipped {r.path}: {r.skipped}", file=sys.stderr)
+        else:
+            print(f"{r.path}: {r.chunks} sanitized chunks (seed {r.seed}) → {args.out}/{r.name}.*", file=sys.stderr)
+    return 1 if failed else 0
+
+
+@_command("evaluate")
+def _evaluate(args: argparse.Namespace) -> int:
+    from .offline.evaluate import GridPoint, evaluate, feature_signals, read_manifest, synthetic_study, write_results
+    from .readers import read_recording
+
+    if args.manifest:
+        items = [(read_recording(p), person, task) for p, person, task in read_manifest(args.manifest)]
+    else:
+        print(
+            f"no manifest: {args.people} synthetic people, each reading and searching for {args.seconds:g} s",
+            file=sys.stderr,
+        )
+        items = synthetic_study(args.people, args.seconds, args.seed)
+    recs = feature_signals(items)
+    if len({r.participant for r in recs}) < 2 or len({r.task for r in recs}) < 2:
+        raise StreamdpError("evaluation needs at least two participants and two tasks with enough gaze")
+    grid = [GridPoint("none", 0.0, n) for n in args.chunk_lengths[:1]]
+    grid += [
+        GridPoint(m, e, n) for m in args.mechanisms if m != "none" for n in args.chunk_lengths for e in args.epsilons
+    ]
+    rows = evaluate(recs, grid, seed=args.seed, progress=not args.quiet)
+    out = Path(args.out)
+    paths = write_results(rows, out)
+    print((out / "results.md").read_text())
+    print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    return 0
+
+
 @_command("audit")
 def _audit(args: argparse.Namespace) -> int:
     from .privacy import cfpa, dcfpa, default_profile, make_mechanism
@@ -547,6 +617,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=3600.0, help="stop after this many seconds without a message")
     p.add_argument("--curve-server-key", help="the relay's public certificate")
     p.add_argument("--curve-client-cert", help="this client's secret certificate")
+
+    p = sub.add_parser("replay", help="recorded sessions through the private pipeline, sanitized features to files")
+    p.add_argument("paths", nargs="+", help="recordings (any format streamdp reads)")
+    p.add_argument("--out", required=True, help="output folder (refused if it exists, unless --overwrite)")
+    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--jobs", type=int, help="local worker processes (default: all cores)")
+    p.add_argument("--executor", choices=("processes", "dask"), default="processes")
+    p.add_argument("--scheduler", help="dask.distributed scheduler address, with --executor dask")
+    p.add_argument("--blinks", choices=("confidence", "given"), default="confidence")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_mechanism_options(p)
+
+    p = sub.add_parser("evaluate", help="utility, re-identification and task accuracy over mechanisms × ε × n")
+    p.add_argument("--manifest", help="CSV with recording,participant,task (default: synthetic people)")
+    p.add_argument("--out", default="evaluation", help="output folder (default %(default)s)")
+    p.add_argument(
+        "--mechanisms",
+        nargs="+",
+        default=["lpa", "fpa", "cfpa", "dcfpa"],
+        choices=("lpa", "fpa", "cfpa", "dcfpa", "steil"),
+    )
+    p.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 10.0, 100.0, 1000.0])
+    p.add_argument("--chunk-lengths", nargs="+", type=int, default=[32])
+    p.add_argument("--people", type=int, default=6, help="synthetic people without a manifest")
+    p.add_argument("--seconds", type=float, default=240.0, help="seconds per synthetic recording")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
 
     p = sub.add_parser("audit", help="empirical privacy audit: a high-confidence lower bound on ε")
     p.add_argument(

@@ -1,0 +1,1 @@
+"""Offline work on recorded sessions: replay through the private pipeline, and evaluation."""

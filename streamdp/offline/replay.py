@@ -1,0 +1,281 @@
+"""``streamdp replay``: recorded sessions through the same private pipeline as the relay.
+
+For every recording it writes, in the output folder:
+
+- ``<name>.csv`` (and ``<name>.parquet`` when pyarrow is installed): one row per step, columns
+  ``chunk_index``, ``t`` and the 52 sanitized features;
+- ``<name>.ledger.json``: the ledger entry of every chunk;
+- ``<name>.msgpack``: every chunk's message, byte for byte what ``streamdp relay`` publishes on
+  ``streamdp.features.<mechanism>`` for the same gaze and seed.
+
+Seeds: with ``--seed S`` the i-th recording (in the order given) uses seed ``S + i``, so
+``streamdp relay --seed S+i`` on the same gaze publishes the same bytes. Recordings never share a
+noise stream: the same noise on two people's data would reveal their difference exactly.
+
+The folder appears whole or not at all: everything is written to a hidden sibling folder that is
+renamed into place at the end, and removed if the run is interrupted. An existing folder is
+refused unless ``overwrite`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import msgpack
+import numpy as np
+
+from ..errors import InputError, StreamdpError
+from ..privacy import BoundsProfile, default_profile, make_mechanism, secure_generator
+from ..privacy.accountant import PrivacyUnit
+from ..privacy.release import PrivateRelease
+from ..schema import FEATURE_NAMES
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """Everything that decides the output, picklable for worker processes and dask."""
+
+    mechanism: str = "dcfpa"
+    epsilon: float = 1.0
+    chunk_length: int = 64
+    transform: str = "dft"
+    k: int | str | None = None
+    sensitivity: str = "bound"
+    bounds_file: str | None = None
+    unit: str = "chunk"
+    budget: float | None = None
+    w: int | None = None
+    seed: int | None = None
+    blinks: Literal["confidence", "given"] = "confidence"
+    window: float = 30.0
+    step: float = 0.5
+
+    def pipeline(self, seed: int | None) -> Any:
+        from ..pipeline import PrivatePipeline
+        from ..stages.events import EventConfig
+        from ..stages.features import WindowConfig
+
+        bounds = BoundsProfile.load(self.bounds_file) if self.bounds_file else default_profile()
+        mech = make_mechanism(
+            self.mechanism,
+            epsilon=self.epsilon,
+            bounds=bounds,
+            chunk_length=self.chunk_length,
+            transform=self.transform,
+            k=self.k,
+            sensitivity=self.sensitivity,
+        )
+        return PrivatePipeline(
+            mech,
+            unit=PrivacyUnit(self.unit, w=self.w, budget=self.budget),
+            rng=secure_generator(seed),
+            events=EventConfig(blink_source=self.blinks),
+            window=WindowConfig(self.window, self.step),
+        )
+
+
+@dataclass
+class ReplayResult:
+    path: str
+    name: str
+    seed: int | None
+    chunks: int = 0
+    steps_dropped: int = 0
+    skipped: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+def recording_seed(seed: int | None, index: int) -> int | None:
+    """The seed of the ``index``-th recording: ``seed + index`` (None: OS entropy)."""
+    return None if seed is None else seed + index
+
+
+def release_messages(releases: Iterable[PrivateRelease]) -> bytes:
+    """The msgpack payloads the relay publishes, concatenated."""
+    pack = msgpack.Packer(use_bin_type=True).pack
+    return b"".join(pack(r.to_message()) for r in releases)
+
+
+def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    tmp = path.with_name(path.name + ".partial")
+    write(tmp)
+    tmp.replace(path)
+
+
+def _unique_name(path: str, taken: set[str]) -> str:
+    p = Path(path)
+    base = p.stem if p.is_file() else p.name
+    name, i = base, 1
+    while name in taken:
+        i += 1
+        name = f"{base}-{i}"
+    taken.add(name)
+    return name
+
+
+def replay_one(path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str) -> ReplayResult:
+    """Replay one recording into ``out_dir`` (a worker's whole job: picklable in and out)."""
+    from ..readers import read_recording
+
+    result = ReplayResult(path, name, seed)
+    try:
+        rec = read_recording(path)
+    except (InputError, OSError) as exc:
+        result.skipped = f"cannot read: {exc}"
+        return result
+    if config.blinks == "given" and rec.blinks is None:
+        result.skipped = "--blinks given, but the recording has no blink events"
+        return result
+    pipeline = config.pipeline(seed)
+    releases = pipeline.run(rec)
+    result.steps_dropped = pipeline.chunker.dropped_steps
+    if not releases:
+        steps = (
+            int(max(0.0, rec.gaze.duration - config.window) / config.step) + 1
+            if rec.gaze.duration >= config.window
+            else 0
+        )
+        result.skipped = (
+            f"shorter than one chunk: {rec.gaze.duration:.1f} s of gaze gives {steps} steps, "
+            f"a chunk needs {config.chunk_length}"
+        )
+        return result
+    out = Path(out_dir)
+    rows = np.concatenate(
+        [np.column_stack([np.full(len(r.t), r.ledger["chunk_index"]), r.t, r.values]) for r in releases]
+    )
+    header = ",".join(("chunk_index", "t", *FEATURE_NAMES))
+
+    def csv(tmp: Path) -> None:
+        np.savetxt(tmp, rows, delimiter=",", header=header, comments="", fmt="%.17g")
+
+    _write_atomically(out / f"{name}.csv", csv)
+    result.files.append(f"{name}.csv")
+    ledger = {"recording": path, "seed": seed, "config": asdict(config), "chunks": [r.ledger for r in releases]}
+    _write_atomically(
+        out / f"{name}.ledger.json", lambda tmp: tmp.write_text(json.dumps(ledger, indent=1, default=float))
+    )
+    result.files.append(f"{name}.ledger.json")
+    _write_atomically(out / f"{name}.msgpack", lambda tmp: tmp.write_bytes(release_messages(releases)))
+    result.files.append(f"{name}.msgpack")
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        pass
+    else:
+        table = pa.table({c: rows[:, i] for i, c in enumerate(header.split(","))})
+        _write_atomically(out / f"{name}.parquet", lambda tmp: pq.write_table(table, tmp))
+        result.files.append(f"{name}.parquet")
+    result.chunks = len(releases)
+    return result
+
+
+def replay(
+    paths: Sequence[str],
+    out_dir: str | Path,
+    config: ReplayConfig,
+    *,
+    overwrite: bool = False,
+    jobs: int | None = None,
+    executor: str = "processes",
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> list[ReplayResult]:
+    """Replay ``paths`` into ``out_dir``.
+
+    Parameters
+    ----------
+    jobs : int or None
+        Local worker processes (default: the number of cores; 1 runs in this process).
+    executor : {"processes", "dask"}
+        Local processes, or an existing dask.distributed cluster at ``scheduler`` (an address, or
+        a ``distributed.Client``/``LocalCluster`` object).
+
+    Raises
+    ------
+    StreamdpError
+        ``out_dir`` exists and ``overwrite`` is false, or no recording was given.
+    """
+    if not paths:
+        raise StreamdpError("no recording given")
+    out = Path(out_dir)
+    if out.exists() and not overwrite:
+        raise StreamdpError(f"{out}: exists; pass --overwrite to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
+    taken: set[str] = set()
+    tasks = [
+        (p, _unique_name(p, taken), config, recording_seed(config.seed, i), str(staging)) for i, p in enumerate(paths)
+    ]
+    try:
+        results = _run(tasks, jobs, executor, scheduler, progress)
+        summary = {"config": asdict(config), "recordings": [asdict(r) for r in results]}
+        (staging / "replay.json").write_text(json.dumps(summary, indent=1))
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return results
+
+
+def _run(
+    tasks: list[tuple[Any, ...]], jobs: int | None, executor: str, scheduler: Any, progress: bool
+) -> list[ReplayResult]:
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(tasks), desc="replay", unit="recording", disable=not progress or None)
+    results: list[ReplayResult | None] = [None] * len(tasks)
+    try:
+        if executor == "dask":
+            results = _run_dask(tasks, scheduler, bar)
+        elif (jobs or os.cpu_count() or 1) <= 1 or len(tasks) == 1:
+            for i, task in enumerate(tasks):
+                results[i] = replay_one(*task)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=jobs or os.cpu_count()) as pool:
+                futures = {pool.submit(replay_one, *task): i for i, task in enumerate(tasks)}
+                for fut in as_completed(futures):
+                    results[futures[fut]] = fut.result()
+                    bar.update()
+    finally:
+        bar.close()
+    return [r for r in results if r is not None]
+
+
+def _run_dask(tasks: list[tuple[Any, ...]], scheduler: Any, bar: Any) -> list[ReplayResult | None]:
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise StreamdpError("--executor dask needs the optional extra: pip install 'streamdp[dask]'") from None
+    own = isinstance(scheduler, str) or scheduler is None
+    client = Client(scheduler) if own else (scheduler if isinstance(scheduler, Client) else Client(scheduler))
+    try:
+        futures = [client.submit(replay_one, *task, pure=False) for task in tasks]
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[ReplayResult | None] = [None] * len(tasks)
+        for fut in dask_completed(futures):
+            results[index[fut.key]] = fut.result()
+            bar.update()
+        return results
+    finally:
+        if own or not isinstance(scheduler, Client):
+            client.close()

@@ -1,0 +1,287 @@
+"""Replay and evaluation: files, seeds, executors, refusal and interruption, split logic."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import msgpack
+import numpy as np
+import pytest
+
+from streamdp import InputError, StreamdpError
+from streamdp.cli import main
+from streamdp.network.relay import Relay
+from streamdp.network.simulator import CaptureSimulator
+from streamdp.network.sink import ReleasePublisher
+from streamdp.network.subscriber import connect_subscriber
+from streamdp.offline.evaluate import (
+    lopo_splits,
+    make_classifier,
+    read_manifest,
+    reid_split,
+    reidentification,
+    task_classification,
+)
+from streamdp.offline.replay import ReplayConfig, replay
+from streamdp.readers import read_recording
+from streamdp.schema import FEATURE_NAMES
+from streamdp.synthetic import generate
+
+from .recording_files import write_capture_recording
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory):
+    base = tmp_path_factory.mktemp("recs")
+    out = []
+    for i, seconds in enumerate((100.0, 80.0, 45.0)):  # the last is shorter than one chunk of 32
+        rec = generate(duration=seconds, rate=200.0, seed=20 + i, person=i).recording
+        out.append(str(write_capture_recording(rec, base / f"rec{i}")))
+    return out
+
+
+CONFIG = ReplayConfig(chunk_length=32, seed=11)
+
+
+def test_replay_writes_csv_parquet_ledger_and_messages_per_recording(tmp_path, recordings):
+    results = replay(recordings, tmp_path / "out", CONFIG, jobs=1, progress=False)
+    out = tmp_path / "out"
+    assert [r.chunks for r in results] == [4, 3, 0]
+    assert "shorter than one chunk" in results[2].skipped
+    assert [r.seed for r in results] == [11, 12, 13]
+    header = (out / "rec0.csv").read_text().splitlines()[0].split(",")
+    assert header == ["chunk_index", "t", *FEATURE_NAMES]
+    table = np.loadtxt(out / "rec0.csv", delimiter=",", skiprows=1)
+    assert table.shape == (4 * 32, 54)
+    ledger = json.loads((out / "rec0.ledger.json").read_text())
+    assert ledger["seed"] == 11 and len(ledger["chunks"]) == 4 and ledger["chunks"][3]["epsilon_spent"] == 4 * 52.0
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    parquet = pq.read_table(out / "rec0.parquet")
+    assert parquet.column_names == header
+    np.testing.assert_array_equal(np.column_stack([c.to_numpy() for c in parquet.columns]), table)
+    assert not list(tmp_path.glob(".out.partial-*")) and not list(out.glob("*.partial"))
+
+
+def test_replay_gives_the_bytes_the_relay_publishes(tmp_path, recordings):
+    replay(recordings[:1], tmp_path / "out", CONFIG, jobs=1, progress=False)
+    with open(tmp_path / "out" / "rec0.msgpack", "rb") as fh:
+        stored = list(msgpack.Unpacker(fh, raw=False))
+    packed = [msgpack.packb(m, use_bin_type=True) for m in stored]
+    # the relay, with the seed replay gave this recording, on the same gaze through Capture's API
+    rec = read_recording(recordings[0])
+    sink = ReleasePublisher("tcp://127.0.0.1:0")
+    sub = connect_subscriber(sink.endpoint, ("streamdp.features.",))
+    while sink.poll_subscriptions() == 0:
+        sub.poll(10)
+    sim = CaptureSimulator(rec, speed=0)
+    sim.start()
+    relay = Relay(CONFIG.pipeline(11), sink, remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
+    th = threading.Thread(target=relay.run, daemon=True)
+    th.start()
+    payloads = []
+    try:
+        while len(payloads) < len(packed) - 1 and sub.poll(10_000):
+            payloads.append(sub.recv_multipart()[1])
+    finally:
+        relay.stop()
+        th.join(5)
+        sim.stop()
+        sub.close(linger=0)
+        sink.close()
+    assert len(payloads) >= len(packed) - 1 >= 3  # the relay holds back its last 50 ms
+    assert payloads == packed[: len(payloads)]
+
+
+def test_replay_is_reproducible_and_recordings_never_share_noise(tmp_path, recordings):
+    replay(recordings[:2], tmp_path / "a", CONFIG, jobs=1, progress=False)
+    replay(recordings[:2], tmp_path / "b", CONFIG, jobs=2, progress=False)
+    for name in ("rec0", "rec1"):
+        assert (tmp_path / "a" / f"{name}.msgpack").read_bytes() == (tmp_path / "b" / f"{name}.msgpack").read_bytes()
+    # the same recording under two seeds gets different noise
+    replay(recordings[:1], tmp_path / "c", ReplayConfig(chunk_length=32, seed=12), jobs=1, progress=False)
+    assert (tmp_path / "a" / "rec0.msgpack").read_bytes() != (tmp_path / "c" / "rec0.msgpack").read_bytes()
+
+
+def test_dask_local_cluster_gives_the_same_files(tmp_path, recordings):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        replay(recordings, tmp_path / "dask", CONFIG, executor="dask", scheduler=cluster, progress=False)
+    replay(recordings, tmp_path / "local", CONFIG, jobs=1, progress=False)
+    for name in ("rec0", "rec1"):
+        assert (tmp_path / "dask" / f"{name}.msgpack").read_bytes() == (
+            tmp_path / "local" / f"{name}.msgpack"
+        ).read_bytes()
+
+
+def test_existing_output_is_refused_unless_overwrite(tmp_path, recordings):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(StreamdpError, match="exists; pass --overwrite"):
+        replay(recordings[:1], out, CONFIG, jobs=1, progress=False)
+    assert (out / "keep.txt").exists()
+    replay(recordings[:1], out, CONFIG, jobs=1, progress=False, overwrite=True)
+    assert (out / "rec0.csv").exists() and not (out / "keep.txt").exists()
+
+
+def test_unreadable_and_short_recordings_are_skipped_with_a_message_and_others_go_on(tmp_path, recordings, capsys):
+    bad = tmp_path / "broken"
+    bad.mkdir()
+    (bad / "gaze.pldata").write_bytes(b"\x92\xa4gaze\xc4\x10truncated")
+    code = main(
+        [
+            "replay",
+            recordings[0],
+            str(bad),
+            recordings[2],
+            "--out",
+            str(tmp_path / "out"),
+            "--chunk-length",
+            "32",
+            "--seed",
+            "1",
+            "--jobs",
+            "1",
+            "--quiet",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"skipped {bad}: cannot read" in err and "truncated record 0 at byte 0" in err
+    assert f"skipped {recordings[2]}: shorter than one chunk: 45.0 s of gaze gives 30 steps, a chunk needs 32" in err
+    assert (tmp_path / "out" / "rec0.csv").exists()
+
+
+def test_interrupted_replay_leaves_nothing_half_written(tmp_path):
+    folders = [
+        str(write_capture_recording(generate(duration=200.0, rate=200.0, seed=s).recording, tmp_path / f"r{s}"))
+        for s in range(12)
+    ]
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamdp.cli", "replay", *folders, "--out", str(out), "--jobs", "1", "--quiet"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # interrupt once some files are written
+        staged = list(tmp_path.glob(".out.partial-*/*.csv"))
+        if staged or proc.poll() is not None:
+            break
+        time.sleep(0.02)  # polling the file system for the moment to interrupt, not waiting for a message
+    assert proc.poll() is None, "replay finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert not out.exists()
+    assert not list(tmp_path.glob(".out.partial-*"))
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def test_reid_split_takes_the_first_half_of_each_recording_for_training():
+    train, test = reid_split([4, 6])
+    assert train.tolist() == [0, 1, 4, 5, 6]
+    assert test.tolist() == [2, 3, 7, 8, 9]
+
+
+def test_leave_one_person_out_never_trains_on_the_held_out_person():
+    groups = ["a", "a", "b", "c", "b", "c"]
+    splits = list(lopo_splits(groups))
+    assert [p for p, _, _ in splits] == ["a", "b", "c"]
+    for person, train, test in splits:
+        assert set(train).isdisjoint(test) and len(train) + len(test) == 6
+        assert all(groups[i] == person for i in test) and all(groups[i] != person for i in train)
+
+
+def test_standardization_is_fitted_on_the_training_fold_only():
+    rng = np.random.default_rng(0)
+    x_train, x_test = rng.normal(0, 1, (40, 3)), rng.normal(50, 1, (10, 3))
+    clf = make_classifier("svm", 40).fit(x_train, np.repeat([0, 1], 20))
+    np.testing.assert_allclose(clf[0].mean_, x_train.mean(axis=0))
+    assert clf.predict(x_test).shape == (10,)
+
+
+def test_classifiers_do_not_see_test_rows_while_fitting():
+    # features that are pure noise: any leak of test rows into training would let the decision
+    # tree, which memorizes its training set, recognize them
+    rng = np.random.default_rng(1)
+    signals = [rng.normal(size=(200, 52)) for _ in range(8)]
+    people = [f"P{i // 2}" for i in range(8)]
+    tasks = ["read", "search"] * 4
+    reid = reidentification(signals, people, every=1)
+    task = task_classification(signals, people, tasks, every=1)
+    assert reid["tree"][0] < 0.4  # 4 people: chance 0.25
+    assert task["tree"][0] < 0.65  # 2 tasks: chance 0.5
+
+
+def test_evaluation_finds_structure_where_there_is_some():
+    from streamdp.offline.evaluate import feature_signals, synthetic_study
+
+    recs = feature_signals(synthetic_study(people=3, seconds=150.0))
+    assert {r.participant for r in recs} == {"P0", "P1", "P2"}
+    signals = [r.features for r in recs]
+    people = [r.participant for r in recs]
+    assert np.mean([v[1] for v in reidentification(signals, people).values()]) > 0.8
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("recording,participant\nx,P0\n", "missing column\\(s\\) task", id="missing-column"),
+        pytest.param("recording,participant,task\n", "lists no recording", id="empty"),
+        pytest.param(
+            "recording,participant,task\nnowhere,P0,read\n",
+            "line 2: recording 'nowhere' does not exist",
+            id="missing-recording",
+        ),
+    ],
+)
+def test_bad_manifests_are_refused_naming_the_line(tmp_path, text, message):
+    m = tmp_path / "manifest.csv"
+    m.write_text(text)
+    with pytest.raises(InputError, match=message):
+        read_manifest(m)
+
+
+def test_evaluate_command_on_a_manifest_writes_tables_and_plots(tmp_path, capsys):
+    lines = ["recording,participant,task"]
+    for p in range(2):
+        for j, task in enumerate(("reading", "search")):
+            rec = generate(duration=120.0, rate=100.0, seed=10 * p + j, person=p, task=task).recording
+            write_capture_recording(rec, tmp_path / f"p{p}{task}")
+            lines.append(f"p{p}{task},P{p},{task}")
+    (tmp_path / "manifest.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "eval"
+    code = main(
+        [
+            "evaluate",
+            "--manifest",
+            str(tmp_path / "manifest.csv"),
+            "--out",
+            str(out),
+            "--mechanisms",
+            "dcfpa",
+            "--epsilons",
+            "10",
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    md = (out / "results.md").read_text()
+    assert "| dcfpa | 32 | 10 |" in md and "| none | 32 |" in md
+    for png in ("utility_vs_epsilon.png", "reidentification_vs_epsilon.png", "task_vs_epsilon.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert "Chance: re-identification 0.50, task 0.50." in capsys.readouterr().out
