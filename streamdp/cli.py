@@ -121,22 +121,26 @@ def _add_mechanism_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, help="seed for reproducible research (default: OS entropy)")
 
 
-def _mechanism_from(args: argparse.Namespace, bounds=None):
-    from .privacy import BoundsProfile, default_profile, make_mechanism
+def _config_from(args: argparse.Namespace):
+    """The mechanism options of every command, as one PipelineConfig."""
+    from .pipeline import PipelineConfig
 
-    if bounds is None:
-        bounds = BoundsProfile.load(args.bounds) if args.bounds else default_profile()
     k: int | str | None = None
     if args.k is not None:
         k = "private" if args.k == "private" else _int_option("--k", args.k)
-    return make_mechanism(
-        args.mechanism,
+    return PipelineConfig(
+        mechanism=args.mechanism,
         epsilon=args.epsilon,
-        bounds=bounds,
         chunk_length=args.chunk_length,
         transform=args.transform,
         k=k,
         sensitivity=args.sensitivity,
+        bounds_file=args.bounds,
+        unit=args.unit,
+        budget=args.budget,
+        w=args.w,
+        seed=args.seed,
+        blinks=getattr(args, "blinks", "confidence"),
     )
 
 
@@ -145,12 +149,6 @@ def _int_option(name: str, value: str) -> int:
         return int(value)
     except ValueError:
         raise StreamdpError(f"{name} must be an integer or 'private', got {value!r}") from None
-
-
-def _unit_from(args: argparse.Namespace):
-    from .privacy.accountant import PrivacyUnit
-
-    return PrivacyUnit(args.unit, w=args.w, budget=args.budget)
 
 
 def _print_release(rel: PrivateRelease) -> None:
@@ -172,14 +170,11 @@ def _print_release(rel: PrivateRelease) -> None:
 
 
 def _offline_demo(args: argparse.Namespace) -> int:
-    from .pipeline import PrivatePipeline
-    from .privacy import secure_generator
     from .synthetic import generate
 
     rec = generate(duration=args.seconds, rate=200.0, seed=0).recording
-    mech = _mechanism_from(args)
-    rng = secure_generator(args.seed)
-    pipe = PrivatePipeline(mech, unit=_unit_from(args), rng=rng)
+    pipe = _private_pipeline(args)
+    mech = pipe.privatizer.mechanism
     print(
         f"streamdp demo: {args.seconds:g} s of synthetic 200 Hz gaze → 52 features every 0.5 s → "
         f"{mech.name} chunks of {mech.chunk_length} steps",
@@ -212,11 +207,7 @@ def _print_message(topic: str, msg: dict) -> None:
 
 
 def _private_pipeline(args: argparse.Namespace):
-    from .pipeline import PrivatePipeline
-    from .privacy import secure_generator
-
-    events = EventConfig(blink_source=getattr(args, "blinks", "confidence"))
-    return PrivatePipeline(_mechanism_from(args), unit=_unit_from(args), rng=secure_generator(args.seed), events=events)
+    return _config_from(args).pipeline(args.seed)
 
 
 @_command("demo")
@@ -374,25 +365,9 @@ def _subscribe(args: argparse.Namespace) -> int:
 
 @_command("replay")
 def _replay(args: argparse.Namespace) -> int:
-    from .offline.replay import ReplayConfig, replay
+    from .offline.replay import replay
 
-    k: int | str | None = None
-    if args.k is not None:
-        k = "private" if args.k == "private" else _int_option("--k", args.k)
-    config = ReplayConfig(
-        mechanism=args.mechanism,
-        epsilon=args.epsilon,
-        chunk_length=args.chunk_length,
-        transform=args.transform,
-        k=k,
-        sensitivity=args.sensitivity,
-        bounds_file=args.bounds,
-        unit=args.unit,
-        budget=args.budget,
-        w=args.w,
-        seed=args.seed,
-        blinks=args.blinks,
-    )
+    config = _config_from(args)
     config.pipeline(0)  # bad options fail here, before any work starts
     results = replay(
         args.paths,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
 from .gaze import BlinkEvents, GazeBatch, Recording
 from .privacy.accountant import PrivacyUnit
-from .privacy.mechanisms import Mechanism
+from .privacy.bounds import BoundsProfile, default_profile
+from .privacy.mechanisms import Mechanism, make_mechanism
+from .privacy.noise import secure_generator
 from .privacy.release import PrivateRelease
 from .stages.chunker import Chunker
 from .stages.events import EventConfig, EventDetector
@@ -118,3 +121,50 @@ class PrivatePipeline:
                 out += self.update(gaze.slice(start, start + batch_size), blinks if i == 0 else None)
         out += self.flush()
         return out
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Everything that decides a private pipeline's output, as plain values: picklable for worker
+    processes and dask, and what the CLI's options become."""
+
+    mechanism: str = "dcfpa"
+    epsilon: float = 1.0
+    chunk_length: int = 64
+    transform: str = "dft"
+    k: int | str | None = None
+    sensitivity: str = "bound"
+    bounds_file: str | None = None
+    unit: str = "chunk"
+    budget: float | None = None
+    w: int | None = None
+    seed: int | None = None
+    blinks: Literal["confidence", "given"] = "confidence"
+    window: float = 30.0
+    step: float = 0.5
+
+    def pipeline(self, seed: int | None) -> PrivatePipeline:
+        """The pipeline, with a cryptographic generator seeded by ``seed`` (None: OS entropy).
+
+        Raises
+        ------
+        TypeError, ValueError, InputError
+            A parameter the mechanism, the unit or the bounds profile refuses.
+        """
+        bounds = BoundsProfile.load(self.bounds_file) if self.bounds_file else default_profile()
+        mech = make_mechanism(
+            self.mechanism,
+            epsilon=self.epsilon,
+            bounds=bounds,
+            chunk_length=self.chunk_length,
+            transform=self.transform,
+            k=self.k,
+            sensitivity=self.sensitivity,
+        )
+        return PrivatePipeline(
+            mech,
+            unit=PrivacyUnit(self.unit, w=self.w, budget=self.budget),
+            rng=secure_generator(seed),
+            events=EventConfig(blink_source=self.blinks),
+            window=WindowConfig(self.window, self.step),
+        )

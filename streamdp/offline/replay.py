@@ -28,61 +28,21 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgpack
 import numpy as np
 
 from ..errors import InputError, StreamdpError
-from ..privacy import BoundsProfile, default_profile, make_mechanism, secure_generator
-from ..privacy.accountant import PrivacyUnit
+from ..pipeline import PipelineConfig
 from ..privacy.release import PrivateRelease
 from ..schema import FEATURE_NAMES
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ReplayConfig:
-    """Everything that decides the output, picklable for worker processes and dask."""
-
-    mechanism: str = "dcfpa"
-    epsilon: float = 1.0
-    chunk_length: int = 64
-    transform: str = "dft"
-    k: int | str | None = None
-    sensitivity: str = "bound"
-    bounds_file: str | None = None
-    unit: str = "chunk"
-    budget: float | None = None
-    w: int | None = None
-    seed: int | None = None
-    blinks: Literal["confidence", "given"] = "confidence"
-    window: float = 30.0
-    step: float = 0.5
-
-    def pipeline(self, seed: int | None) -> Any:
-        from ..pipeline import PrivatePipeline
-        from ..stages.events import EventConfig
-        from ..stages.features import WindowConfig
-
-        bounds = BoundsProfile.load(self.bounds_file) if self.bounds_file else default_profile()
-        mech = make_mechanism(
-            self.mechanism,
-            epsilon=self.epsilon,
-            bounds=bounds,
-            chunk_length=self.chunk_length,
-            transform=self.transform,
-            k=self.k,
-            sensitivity=self.sensitivity,
-        )
-        return PrivatePipeline(
-            mech,
-            unit=PrivacyUnit(self.unit, w=self.w, budget=self.budget),
-            rng=secure_generator(seed),
-            events=EventConfig(blink_source=self.blinks),
-            window=WindowConfig(self.window, self.step),
-        )
+#: replay's configuration is the pipeline's
+ReplayConfig = PipelineConfig
 
 
 @dataclass
