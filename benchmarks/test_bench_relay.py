@@ -4,12 +4,10 @@ completes a chunk to the sanitized message at a subscriber ≤ 2 ms p99)."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import msgpack
 import numpy as np
-import pytest
 import zmq
 
 from streamdp.network.relay import Relay
@@ -22,83 +20,85 @@ from streamdp.synthetic import generate
 GROUP = "relay throughput: bare SUB+msgpack decode / relay with features and DCFPA"
 
 
-@pytest.fixture(scope="module")
-def gaze_frames():
-    rec = generate(duration=300.0, rate=200.0, seed=3).recording
-    pack = msgpack.Packer(use_bin_type=True).pack
-    return [[d["topic"].encode(), pack(d)] for d in gaze_datums(rec) if d["topic"].startswith("gaze.")]
+N_MESSAGES = 60_000  # 300 s of 200 Hz gaze
 
 
-def _pair():
-    ctx = zmq.Context.instance()
+def _blaster(port_q, go, seconds: float) -> None:
+    """Child process: publish pre-encoded gaze datums as fast as the socket takes them."""
+    ctx = zmq.Context()
     pub = ctx.socket(zmq.PUB)
     pub.linger = 0
     pub.sndhwm = 0
-    port = pub.bind_to_random_port("tcp://127.0.0.1")
-    sub = ctx.socket(zmq.SUB)
-    sub.linger = 0
-    sub.rcvhwm = 0
-    sub.connect(f"tcp://127.0.0.1:{port}")
-    sub.setsockopt(zmq.SUBSCRIBE, b"gaze.")
-    while True:  # until the subscription reached the publisher: probe, no sleeping
-        pub.send_multipart([b"gaze.probe", b"\x80"])
-        if sub.poll(20):
-            while sub.poll(20):
-                sub.recv_multipart()
-            return pub, sub
-
-
-def _send_all(pub, frames):
+    port_q.put(pub.bind_to_random_port("tcp://127.0.0.1"))
+    rec = generate(duration=seconds, rate=200.0, seed=3).recording
+    pack = msgpack.Packer(use_bin_type=True).pack
+    frames = [[d["topic"].encode(), pack(d)] for d in gaze_datums(rec) if d["topic"].startswith("gaze.")]
+    while not go.wait(0.01):
+        pub.send_multipart([b"gaze.probe", pack({})])
     for f in frames:
         pub.send_multipart(f)
+    pub.close(linger=-1)  # deliver everything before exiting
+    ctx.term()
 
 
-def test_bare_sub_and_decode(benchmark, gaze_frames):
+def _source():
+    """A sender process whose probes already arrive: (process, go event, subscribed SUB socket)."""
+    import multiprocessing as mp
+
+    spawn = mp.get_context("spawn")
+    port_q, go = spawn.Queue(), spawn.Event()
+    proc = spawn.Process(target=_blaster, args=(port_q, go, N_MESSAGES / 200.0))
+    proc.start()
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    sub.rcvhwm = 0
+    sub.connect(f"tcp://127.0.0.1:{port_q.get(timeout=60)}")
+    sub.setsockopt(zmq.SUBSCRIBE, b"gaze.")
+    assert sub.poll(30_000)
+    while sub.poll(0):
+        sub.recv_multipart()  # drop the probes
+    return proc, go, sub
+
+
+def _consume_bare(proc, go, sub) -> int:
+    go.set()
+    got = 0
+    while got < N_MESSAGES and sub.poll(5000):
+        msg = msgpack.unpackb(sub.recv_multipart()[1], raw=False, strict_map_key=False)
+        got += msg.get("topic", "").startswith("gaze.3d")
+    proc.join()
+    sub.close(linger=0)
+    return got
+
+
+def _consume_relay(proc, go, sub) -> int:
+    sink = ReleasePublisher("tcp://127.0.0.1:0")
+    pipe = PrivatePipeline(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=32), rng=secure_generator(0))
+    relay = Relay(pipe, sink)
+    relay._sub = sub  # the relay's own ingest path on an already connected socket
+    go.set()
+    while relay.counters.received - relay.counters.malformed - relay.counters.invalid < N_MESSAGES and sub.poll(5000):
+        relay._drain()
+    proc.join()
+    sub.close(linger=0)
+    sink.close()
+    return relay.counters.released
+
+
+def test_bare_sub_and_decode(benchmark):
     benchmark.group = GROUP
     benchmark.extra_info["role"] = "baseline"
-    n = len(gaze_frames)
-
-    def run():
-        pub, sub = _pair()
-        sender = threading.Thread(target=_send_all, args=(pub, gaze_frames))
-        sender.start()
-        got = 0
-        while got < n and sub.poll(5000):
-            msgpack.unpackb(sub.recv_multipart()[1], raw=False, strict_map_key=False)
-            got += 1
-        sender.join()
-        pub.close(linger=0)
-        sub.close(linger=0)
-        return got
-
-    assert benchmark.pedantic(run, rounds=3, iterations=1) == n
+    got = benchmark.pedantic(_consume_bare, setup=lambda: (_source(), {}), rounds=3, iterations=1)
+    assert got == N_MESSAGES
 
 
-def test_relay_with_features_and_dcfpa(benchmark, gaze_frames):
+def test_relay_with_features_and_dcfpa(benchmark):
     benchmark.group = GROUP
     benchmark.extra_info.update(
         role="candidate", target="(target: relay at >= 80 % of the bare rate, i.e. ratio <= 1.25x)"
     )
-    n = len(gaze_frames)
-
-    def run():
-        pub, sub = _pair()
-        sink = ReleasePublisher("tcp://127.0.0.1:0")
-        pipe = PrivatePipeline(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=32), rng=secure_generator(0))
-        relay = Relay(pipe, sink)
-        relay._sub = sub  # the relay's own ingest path on an already connected socket
-        sender = threading.Thread(target=_send_all, args=(pub, gaze_frames))
-        sender.start()
-        while relay.counters.received < n and sub.poll(5000):
-            relay._drain()
-        sender.join()
-        released = relay.counters.released
-        pub.close(linger=0)
-        sub.close(linger=0)
-        sink.close()
-        return released
-
-    assert benchmark.pedantic(run, rounds=3, iterations=1) >= 15
+    released = benchmark.pedantic(_consume_relay, setup=lambda: (_source(), {}), rounds=3, iterations=1)
+    assert released >= 15
 
 
 def _paced_sender(port_q, go, seconds: float, speed: float) -> None:
