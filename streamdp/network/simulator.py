@@ -306,6 +306,7 @@ class CaptureSimulator:
     def _feeder(self) -> None:
         push = self._ctx.socket(zmq.PUSH)
         push.linger = 0
+        push.sndtimeo = 100
         push.connect(self._feed_address)
         try:
             if self.wait_for_subscriber:
@@ -339,4 +340,11 @@ class CaptureSimulator:
                 shift = self._shift  # read per datum: `T <time>` applies from the next one on
                 self._pupil_time = t + shift
             out = _shifted(datum, shift)
-            push.send_multipart([out["topic"].encode(), pack(out)])
+            frames = [out["topic"].encode(), pack(out)]
+            while True:  # a full queue must not keep a stopping simulator from stopping
+                try:
+                    push.send_multipart(frames)
+                    break
+                except zmq.Again:
+                    if self._stop.is_set():
+                        return
