@@ -27,7 +27,7 @@ from streamdp.gaze import BlinkEvents
 from streamdp.pipeline import PrivatePipeline
 from streamdp.privacy import default_profile, make_mechanism, secure_generator
 from streamdp.privacy.accountant import PrivacyUnit
-from streamdp.pupil_datum import gaze_batch, gaze_row
+from streamdp.pupil_datum import BlinkPairing, gaze_batch, gaze_row
 from streamdp.stages.events import EventConfig
 from streamdp.stages.reorder import ReorderBuffer
 
@@ -73,7 +73,7 @@ class StreamDP(Plugin):
         self.invalid = 0
         self.released = 0
         self._order = ReorderBuffer()
-        self._onset: float | None = None
+        self._pairing = BlinkPairing()
         self._blinks: list[tuple[float, float]] = []
         self.pipeline = self._build(self._settings)
 
@@ -122,14 +122,14 @@ class StreamDP(Plugin):
             except InputError as exc:
                 self.invalid += 1
                 logger.debug("streamdp skipped %s", exc)
-        for datum in events.get("blinks", []):
-            if not isinstance(datum, dict) or not isinstance(datum.get("timestamp"), (int, float)):
+        for i, datum in enumerate(events.get("blinks", [])):
+            try:
+                blink = self._pairing.add(datum, f"events['blinks'][{i}]")
+            except InputError:
                 self.invalid += 1
-            elif datum.get("type") == "onset":
-                self._onset = float(datum["timestamp"])
-            elif datum.get("type") == "offset" and self._onset is not None:
-                self._blinks.append((self._onset, float(datum["timestamp"])))
-                self._onset = None
+                continue
+            if blink is not None:
+                self._blinks.append(blink)
         out = []
         if self._order.clock_went_back(rows):
             out += self._feed(self._order.drain()) + self._safely(self.pipeline.restart)

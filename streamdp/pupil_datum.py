@@ -139,3 +139,36 @@ def gaze_batch(rows: list[Row], source: str, unit: Literal["auto", "mm"] = "auto
 def gaze_from_datums(datums: Iterable[object], source: str) -> GazeBatch:
     """Every datum to a batch, raising on the first bad one (recordings: refuse, never guess)."""
     return gaze_batch([gaze_row(d, f"{source} datum {i}") for i, d in enumerate(datums)], source)
+
+
+class BlinkPairing:
+    """Capture's blink detector publishes a blink as an ``onset`` datum and, later, an ``offset``
+    datum (topic ``blinks``); Player stores whole blinks with ``start_timestamp`` and
+    ``end_timestamp``. :meth:`add` takes either and returns a finished blink as (start, end) in
+    Pupil time, or None. An offset without an onset is ignored; a second onset replaces the first.
+
+    Raises
+    ------
+    InputError
+        From :meth:`add`: a datum that is not a dict or whose times are not finite numbers.
+    """
+
+    def __init__(self) -> None:
+        self.onset: float | None = None
+
+    def add(self, datum: object, where: str) -> tuple[float, float] | None:
+        if not isinstance(datum, Mapping):
+            raise InputError(f"{where}: a {type(datum).__name__}, not a blink datum")
+        if "start_timestamp" in datum and "end_timestamp" in datum:
+            return (
+                _number(datum["start_timestamp"], where, "start_timestamp"),
+                _number(datum["end_timestamp"], where, "end_timestamp"),
+            )
+        t = _number(datum.get("timestamp"), where, "timestamp")
+        kind = datum.get("type")
+        if kind == "onset":
+            self.onset = t
+        elif kind == "offset" and self.onset is not None:
+            start, self.onset = self.onset, None
+            return start, t
+        return None

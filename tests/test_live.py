@@ -407,3 +407,20 @@ def test_to_backbone_publishes_releases_onto_captures_backbone_for_its_recorder(
         sink.close()
     assert topic == b"streamdp.features.dcfpa"
     assert np.array(msgpack.unpackb(payload, raw=False)["values"]).shape == (32, 52)
+
+
+def test_relay_with_captures_blinks_equals_the_offline_pipeline_with_the_recordings_blinks():
+    from streamdp.stages.events import EventConfig
+
+    def given(seed: int = 7) -> PrivatePipeline:
+        mech = dcfpa(epsilon=1.0, bounds=B, chunk_length=32)
+        return PrivatePipeline(mech, rng=secure_generator(seed), events=EventConfig(blink_source="given"))
+
+    assert SYN.blinks is not None and len(SYN.blinks.start) > 5
+    want = given().run(SYN)
+    with live(SYN, given()) as (_, relay, sub):
+        got, _ = _receive(sub, len(want) - 1)
+    assert len(got) >= len(want) - 1 >= 3
+    for msg, rel in zip(got, want, strict=False):
+        np.testing.assert_array_equal(np.array(msg["values"]), rel.values)
+    assert relay.counters.invalid == 0

@@ -337,3 +337,18 @@ def test_unknown_inputs_are_refused(tmp_path, name, content, message):
 def test_folder_that_is_no_recording(tmp_path):
     with pytest.raises(InputError, match="not a recording streamdp reads"):
         read_recording(tmp_path)
+
+
+def test_blink_pairing_rules():
+    from streamdp.pupil_datum import BlinkPairing
+
+    p = BlinkPairing()
+    assert p.add({"type": "offset", "timestamp": 1.0}, "d") is None  # offset without onset: ignored
+    assert p.add({"type": "onset", "timestamp": 2.0}, "d") is None
+    assert p.add({"type": "onset", "timestamp": 2.5}, "d") is None  # a second onset replaces the first
+    assert p.add({"type": "offset", "timestamp": 2.8}, "d") == (2.5, 2.8)
+    assert p.add({"start_timestamp": 5.0, "end_timestamp": 5.3}, "d") == (5.0, 5.3)  # Player's whole blink
+    with pytest.raises(InputError, match="d: field 'timestamp' is 'x', not a number"):
+        p.add({"type": "onset", "timestamp": "x"}, "d")
+    with pytest.raises(InputError, match="not a blink datum"):
+        p.add([1, 2], "d")

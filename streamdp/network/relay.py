@@ -36,7 +36,7 @@ import zmq
 from ..errors import BudgetExhausted, InputError
 from ..gaze import BlinkEvents
 from ..pipeline import PrivatePipeline
-from ..pupil_datum import Row, gaze_batch, gaze_row
+from ..pupil_datum import BlinkPairing, Row, gaze_batch, gaze_row
 from ..stages.reorder import ReorderBuffer
 from .sink import ReleasePublisher, backbone_publisher
 
@@ -112,7 +112,7 @@ class Relay:
         self._backbone: zmq.Socket | None = None
         self._order = ReorderBuffer(reorder_window)
         self._blinks_on = pipeline.features.event_config.blink_source == "given"
-        self._onset: float | None = None
+        self._pairing = BlinkPairing()
         self._blinks: list[tuple[float, float]] = []
         self._unpack_opts: dict[str, Any] = {"raw": False, "strict_map_key": False, "use_list": True}
         #: called with each release and the monotonic time its last gaze message was received
@@ -254,15 +254,13 @@ class Relay:
             log.debug("skipped %s", exc)
 
     def _blink(self, datum: dict[str, Any]) -> None:
-        t = datum.get("timestamp")
-        if isinstance(t, bool) or not isinstance(t, (int, float)):
+        try:
+            blink = self._pairing.add(datum, "blinks datum")
+        except InputError:
             self.counters.invalid += 1
             return
-        if datum.get("type") == "onset":
-            self._onset = float(t)
-        elif datum.get("type") == "offset" and self._onset is not None:
-            self._blinks.append((self._onset, float(t)))
-            self._onset = None
+        if blink is not None:
+            self._blinks.append(blink)
 
     def _ingest(self, rows: list[Row]) -> None:
         if self._order.clock_went_back(rows):
@@ -314,4 +312,4 @@ class Relay:
         except BudgetExhausted:
             pass
         self._order.reset()
-        self._onset = None
+        self._pairing = BlinkPairing()

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from ..errors import InputError
 from ..gaze import BINOCULAR, BlinkEvents, GazeBatch, Recording
-from ..pupil_datum import gaze_from_datums
+from ..pupil_datum import BlinkPairing, gaze_from_datums
 
 #: msgpack ExtType code Pupil uses for nested serialized dicts
 _SERIALIZED_DICT = 13
@@ -95,21 +95,10 @@ def read_pldata_gaze(path: Path) -> GazeBatch:
 
 def _pldata_blinks(path: Path) -> BlinkEvents:
     """Blinks from ``blinks.pldata``: Capture's onset/offset datums, or Player's whole blinks."""
-    starts: list[float] = []
-    ends: list[float] = []
-    onset: float | None = None
-    for i, (_, d) in enumerate(iter_pldata(path)):
-        where = f"{path} datum {i}"
-        if "start_timestamp" in d and "end_timestamp" in d:
-            starts.append(_number(d["start_timestamp"], where, "start_timestamp"))
-            ends.append(_number(d["end_timestamp"], where, "end_timestamp"))
-        elif d.get("type") == "onset":
-            onset = _number(d.get("timestamp"), where, "timestamp")
-        elif d.get("type") == "offset" and onset is not None:
-            starts.append(onset)
-            ends.append(_number(d.get("timestamp"), where, "timestamp"))
-            onset = None
-    return BlinkEvents.from_arrays(starts, ends)
+    pairing = BlinkPairing()
+    found = [pairing.add(d, f"{path} datum {i}") for i, (_, d) in enumerate(iter_pldata(path))]
+    blinks = [b for b in found if b is not None]
+    return BlinkEvents.from_arrays([b[0] for b in blinks], [b[1] for b in blinks])
 
 
 def read_pupil_recording(folder: Path) -> Recording:
