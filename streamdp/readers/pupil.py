@@ -70,12 +70,6 @@ def iter_pldata(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             index += 1
 
 
-def _number(value: Any, where: str, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{where}: field {field!r} is {value!r}, not a number")
-    return float(value)
-
-
 def read_pldata_gaze(path: Path) -> GazeBatch:
     """Gaze from a ``.pldata`` file, checked against its ``_timestamps.npy`` when present."""
     path = Path(path)
