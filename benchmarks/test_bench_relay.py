@@ -23,19 +23,27 @@ GROUP = "relay throughput: bare SUB+msgpack decode / relay with features and DCF
 N_MESSAGES = 60_000  # 300 s of 200 Hz gaze
 
 
-def _blaster(port_q, go, seconds: float) -> None:
-    """Child process: publish pre-encoded gaze datums as fast as the socket takes them."""
+def _sender(port_q, go, seconds: float, speed: float, seed: int) -> None:
+    """Child process: once told to go, publish pre-encoded synthetic gaze datums at ``speed`` ×
+    real time, or as fast as the socket takes them when ``speed`` is 0. Until then it sends probes,
+    so the receiver knows its subscription has arrived."""
     ctx = zmq.Context()
     pub = ctx.socket(zmq.PUB)
     pub.linger = 0
     pub.sndhwm = 0
     port_q.put(pub.bind_to_random_port("tcp://127.0.0.1"))
-    rec = generate(duration=seconds, rate=200.0, seed=3).recording
+    rec = generate(duration=seconds, rate=200.0, seed=seed).recording
     pack = msgpack.Packer(use_bin_type=True).pack
-    frames = [[d["topic"].encode(), pack(d)] for d in gaze_datums(rec) if d["topic"].startswith("gaze.")]
+    datums = [d for d in gaze_datums(rec) if d["topic"].startswith("gaze.")]
+    frames = [[d["topic"].encode(), pack(d)] for d in datums]
     while not go.wait(0.01):
         pub.send_multipart([b"gaze.probe", pack({})])
-    for f in frames:
+    start, t0 = time.monotonic(), datums[0]["timestamp"]
+    for f, d in zip(frames, datums, strict=True):
+        if speed > 0:
+            delay = start + (d["timestamp"] - t0) / speed - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)  # pacing the source like a 200 Hz eye tracker, not waiting for a message
         pub.send_multipart(f)
     pub.close(linger=-1)  # deliver everything before exiting
     ctx.term()
@@ -47,7 +55,7 @@ def _source():
 
     spawn = mp.get_context("spawn")
     port_q, go = spawn.Queue(), spawn.Event()
-    proc = spawn.Process(target=_blaster, args=(port_q, go, N_MESSAGES / 200.0))
+    proc = spawn.Process(target=_sender, args=(port_q, go, N_MESSAGES / 200.0, 0.0, 3))
     proc.start()
     sub = zmq.Context.instance().socket(zmq.SUB)
     sub.linger = 0
@@ -101,28 +109,6 @@ def test_relay_with_features_and_dcfpa(benchmark):
     assert released >= 15
 
 
-def _paced_sender(port_q, go, seconds: float, speed: float) -> None:
-    """Child process: publish synthetic gaze at ``speed`` × real time once told to go."""
-    ctx = zmq.Context()
-    pub = ctx.socket(zmq.PUB)
-    pub.linger = 0
-    pub.sndhwm = 0
-    port_q.put(pub.bind_to_random_port("tcp://127.0.0.1"))
-    rec = generate(duration=seconds, rate=200.0, seed=9).recording
-    datums = [d for d in gaze_datums(rec) if d["topic"].startswith("gaze.")]
-    frames = [[d["topic"].encode(), msgpack.packb(d, use_bin_type=True)] for d in datums]
-    while not go.wait(0.01):
-        pub.send_multipart([b"gaze.probe", msgpack.packb({})])
-    start, t0 = time.monotonic(), datums[0]["timestamp"]
-    for f, d in zip(frames, datums, strict=True):
-        delay = start + (d["timestamp"] - t0) / speed - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)  # pacing the source like a 200 Hz eye tracker, not waiting for a message
-        pub.send_multipart(f)
-    pub.close(linger=0)
-    ctx.term()
-
-
 def _subscriber(endpoint: str, ready, out_q, expected: int) -> None:
     """Child process: an app receiving sanitized chunks; reports (chunk index, arrival time)."""
     ctx = zmq.Context()
@@ -152,7 +138,7 @@ def test_release_latency_p99(benchmark):
     expected = int((seconds - 30.0) / 0.5) // chunk - 1
     sink = ReleasePublisher("tcp://127.0.0.1:0")
     port_q, out_q, go, ready = spawn.Queue(), spawn.Queue(), spawn.Event(), spawn.Event()
-    sender = spawn.Process(target=_paced_sender, args=(port_q, go, seconds, 20.0))
+    sender = spawn.Process(target=_sender, args=(port_q, go, seconds, 20.0, 9))
     app = spawn.Process(target=_subscriber, args=(sink.endpoint, ready, out_q, expected))
     sender.start()
     app.start()
