@@ -11,8 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import msgpack
 import numpy as np
@@ -31,6 +29,7 @@ from streamdp.readers import read_recording
 from streamdp.synthetic import generate
 
 from .conftest import shared
+from .live_harness import live
 
 B = default_profile()
 SYN = generate(duration=110.0, rate=200.0, seed=4).recording  # 160 steps: 5 chunks of 32
@@ -38,32 +37,6 @@ SYN = generate(duration=110.0, rate=200.0, seed=4).recording  # 160 steps: 5 chu
 
 def _pipeline(seed: int = 7, unit: PrivacyUnit | None = None, n: int = 32) -> PrivatePipeline:
     return PrivatePipeline(dcfpa(epsilon=1.0, bounds=B, chunk_length=n), unit=unit, rng=secure_generator(seed))
-
-
-@contextmanager
-def live(
-    recording: Recording, pipeline: PrivatePipeline, **sim_kwargs
-) -> Iterator[tuple[CaptureSimulator, Relay, zmq.Socket]]:
-    """Simulator, relay in a thread, and a raw subscriber on everything the relay publishes."""
-    sink = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000)
-    sub = connect_subscriber(sink.endpoint, ("",))
-    poller_ready = zmq.Poller()
-    poller_ready.register(sink.socket, zmq.POLLIN)
-    while sink.poll_subscriptions() == 0:
-        poller_ready.poll(50)
-    sim = CaptureSimulator(recording, speed=sim_kwargs.pop("speed", 0.0), **sim_kwargs)
-    sim.start()
-    relay = Relay(pipeline, sink, remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
-    th = threading.Thread(target=relay.run, daemon=True)
-    th.start()
-    try:
-        yield sim, relay, sub
-    finally:
-        relay.stop()
-        th.join(5)
-        sim.stop()
-        sub.close(linger=0)
-        sink.close()
 
 
 def _receive(sub: zmq.Socket, n_chunks: int, timeout: float = 10.0) -> tuple[list[dict], list[list[bytes]]]:

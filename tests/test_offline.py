@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import msgpack
@@ -16,10 +15,6 @@ import pytest
 
 from streamdp import InputError, StreamdpError
 from streamdp.cli import main
-from streamdp.network.relay import Relay
-from streamdp.network.simulator import CaptureSimulator
-from streamdp.network.sink import ReleasePublisher
-from streamdp.network.subscriber import connect_subscriber
 from streamdp.offline.evaluate import (
     lopo_splits,
     make_classifier,
@@ -33,6 +28,7 @@ from streamdp.readers import read_recording
 from streamdp.schema import FEATURE_NAMES
 from streamdp.synthetic import generate
 
+from .live_harness import live
 from .recording_files import write_capture_recording
 
 
@@ -76,26 +72,12 @@ def test_replay_gives_the_bytes_the_relay_publishes(tmp_path, recordings):
         stored = list(msgpack.Unpacker(fh, raw=False))
     packed = [msgpack.packb(m, use_bin_type=True) for m in stored]
     # the relay, with the seed replay gave this recording, on the same gaze through Capture's API
-    rec = read_recording(recordings[0])
-    sink = ReleasePublisher("tcp://127.0.0.1:0")
-    sub = connect_subscriber(sink.endpoint, ("streamdp.features.",))
-    while sink.poll_subscriptions() == 0:
-        sub.poll(10)
-    sim = CaptureSimulator(rec, speed=0)
-    sim.start()
-    relay = Relay(CONFIG.pipeline(11), sink, remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
-    th = threading.Thread(target=relay.run, daemon=True)
-    th.start()
     payloads = []
-    try:
+    with live(read_recording(recordings[0]), CONFIG.pipeline(11)) as (_, _, sub):
         while len(payloads) < len(packed) - 1 and sub.poll(10_000):
-            payloads.append(sub.recv_multipart()[1])
-    finally:
-        relay.stop()
-        th.join(5)
-        sim.stop()
-        sub.close(linger=0)
-        sink.close()
+            topic, payload = sub.recv_multipart()
+            if topic.startswith(b"streamdp.features."):
+                payloads.append(payload)
     assert len(payloads) >= len(packed) - 1 >= 3  # the relay holds back its last 50 ms
     assert payloads == packed[: len(payloads)]
 
