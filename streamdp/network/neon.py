@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import BudgetExhausted
+from ..errors import BudgetExhausted, InputError
 from ..gaze import BlinkEvents, GazeBatch
 from ..pipeline import PrivatePipeline
 from ..readers.neon import INVISIBLE_SCENE_SIZE, NEON_SCENE_SIZE
@@ -132,14 +132,10 @@ def connect_device(address: str | None) -> Any:
     try:
         from pupil_labs.realtime_api.simple import Device, discover_one_device
     except ImportError:
-        from ..errors import InputError
-
         raise InputError("Neon/Invisible live needs the optional extra: pip install 'streamdp[neon]'") from None
     if address is None:
         device = discover_one_device(max_search_duration_seconds=10.0)
         if device is None:
-            from ..errors import InputError
-
             raise InputError("no Neon or Invisible found on the network within 10 s")
         return device
     host, _, port = address.partition(":")

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..schema import N_FEATURES
 from .features import FeatureRows
 
 
@@ -79,6 +78,3 @@ class Chunker:
         self._t, self._v, self._held = [], [], 0
         self._last_t = None
         return []
-
-
-assert N_FEATURES == 52
