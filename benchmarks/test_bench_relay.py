@@ -10,11 +10,11 @@ import msgpack
 import numpy as np
 import zmq
 
+from streamdp.config import SessionConfig
 from streamdp.network.relay import Relay
-from streamdp.network.simulator import gaze_datums
 from streamdp.network.sink import ReleasePublisher
-from streamdp.pipeline import PrivatePipeline
-from streamdp.privacy import dcfpa, default_profile, secure_generator
+from streamdp.pupil_wire import encode, recording_datums
+from streamdp.session import Session
 from streamdp.synthetic import generate
 
 GROUP = "relay throughput: bare SUB+msgpack decode / relay with features and DCFPA"
@@ -34,8 +34,8 @@ def _sender(port_q, go, seconds: float, speed: float, seed: int) -> None:
     port_q.put(pub.bind_to_random_port("tcp://127.0.0.1"))
     rec = generate(duration=seconds, rate=200.0, seed=seed).recording
     pack = msgpack.Packer(use_bin_type=True).pack
-    datums = [d for d in gaze_datums(rec) if d["topic"].startswith("gaze.")]
-    frames = [[d["topic"].encode(), pack(d)] for d in datums]
+    datums = [d for d in recording_datums(rec) if d["topic"].startswith("gaze.")]
+    frames = [encode(d, pack) for d in datums]
     while not go.wait(0.01):
         pub.send_multipart([b"gaze.probe", pack({})])
     start, t0 = time.monotonic(), datums[0]["timestamp"]
@@ -81,8 +81,7 @@ def _consume_bare(proc, go, sub) -> int:
 
 def _consume_relay(proc, go, sub) -> int:
     sink = ReleasePublisher("tcp://127.0.0.1:0")
-    pipe = PrivatePipeline(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=32), rng=secure_generator(0))
-    relay = Relay(pipe, sink)
+    relay = Relay(Session(SessionConfig(chunk_length=32, seed=0), sinks=[sink]))
     relay._sub = sub  # the relay's own ingest path on an already connected socket
     go.set()
     while relay.counters.received - relay.counters.malformed - relay.counters.invalid < N_MESSAGES and sub.poll(5000):
@@ -148,10 +147,8 @@ def test_release_latency_p99(benchmark):
     sub.connect(f"tcp://127.0.0.1:{port}")
     sub.setsockopt(zmq.SUBSCRIBE, b"gaze.")
     assert ready.wait(60) and sub.poll(10_000)  # the source's probes reach us
-    while sink.poll_subscriptions() == 0:
-        sub.poll(10)
-    pipe = PrivatePipeline(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=chunk), rng=secure_generator(0))
-    relay = Relay(pipe, sink)
+    assert sink.wait_for_subscribers(1, timeout=10.0)
+    relay = Relay(Session(SessionConfig(chunk_length=chunk, seed=0), sinks=[sink]))
     relay._sub = sub
     sent_at: dict[int, float] = {}
     relay.on_release = lambda rel, t: sent_at.__setitem__(rel.ledger["chunk_index"], t)

@@ -7,6 +7,8 @@ import pytest
 
 from streamdp.offline.replay import ReplayConfig, replay, replay_one
 from streamdp.readers import read_recording
+from streamdp.session import Session
+from streamdp.sinks import CollectingSink
 from streamdp.synthetic import generate
 from tests.recording_files import write_capture_recording
 
@@ -14,17 +16,18 @@ GROUP = "replay of 16 recordings: 1 process / 2 processes"
 
 
 def test_replay_one_hour_200hz_to_sanitized_chunks(benchmark, hour_of_gaze, tmp_path):
-    """Pipeline, DCFPA and the four output files, from the recording in memory."""
+    """The session core (pipeline, DCFPA, accountant) and the relay's messages, from the recording
+    in memory."""
     from streamdp.offline import replay as replay_mod
 
     config = ReplayConfig(chunk_length=64, seed=0)
     benchmark.extra_info["target"] = "(target <= 1.5 s)"
 
     def run():
-        pipe = config.pipeline(0)
-        releases = pipe.run(hour_of_gaze)
-        (tmp_path / "hour.msgpack").write_bytes(replay_mod.release_messages(releases))
-        return releases
+        sink = CollectingSink()
+        Session.for_recording(config, hour_of_gaze, sinks=[sink], seed=0).run(hour_of_gaze)
+        (tmp_path / "hour.msgpack").write_bytes(replay_mod.release_messages(sink.releases))
+        return sink.releases
 
     releases = benchmark.pedantic(run, rounds=3, iterations=1)
     assert len(releases) == 7140 // 64

@@ -4,11 +4,12 @@ Install: copy this file into ``~/pupil_capture_settings/plugins/`` and streamdp 
 dependencies beside it (bundled Capture ships its own Python; see the README), then enable
 "StreamDP" in Capture's plugin manager.
 
-The plugin runs after the blink detector (order 0.8) and before the recorder (0.9), at 0.85. Every
-frame it feeds ``events["gaze"]`` (and ``events["blinks"]`` when blinks come from Capture's
-detector) to streamdp's private pipeline and adds each sanitized chunk to
-``events["streamdp"]``; Capture publishes everything in ``events`` on its backbone under the
-datum's ``topic`` (``streamdp.features.<mechanism>``) and its recorder saves it.
+The plugin is a thin shell around a :class:`streamdp.session.Session`, the same core the relay,
+the Neon relay and ``replay`` run: its settings become a :class:`streamdp.config.SessionConfig`,
+and every frame it hands ``events["gaze"]`` and ``events["blinks"]`` to the session. It runs
+after the blink detector (order 0.8) and before the recorder (0.9), at 0.85, and adds each
+sanitized chunk to ``events["streamdp"]``; Capture publishes everything in ``events`` on its
+backbone under the datum's ``topic`` (``streamdp.features.<mechanism>``) and its recorder saves it.
 
 Note: Capture keeps exposing raw gaze on its own backbone. The sanitized topic protects data only
 for apps that are given the sanitized topic alone (e.g. through ``streamdp relay`` on another
@@ -22,14 +23,11 @@ from typing import Any
 
 from plugin import Plugin  # Capture's plugin base class, importable inside Capture
 
-from streamdp.errors import BudgetExhausted, InputError
-from streamdp.gaze import BlinkEvents
-from streamdp.pipeline import PrivatePipeline
-from streamdp.privacy import default_profile, make_mechanism, secure_generator
-from streamdp.privacy.accountant import PrivacyUnit
-from streamdp.pupil_datum import BlinkPairing, gaze_batch, gaze_row
-from streamdp.stages.events import EventConfig
-from streamdp.stages.reorder import ReorderBuffer
+from streamdp.config import SessionConfig
+from streamdp.privacy.mechanisms import MECHANISMS
+from streamdp.privacy.release import PrivateRelease, check_sealed
+from streamdp.session import Session
+from streamdp.status import SessionStatus, StatusEvent, check_status
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +36,79 @@ try:  # Capture with a window has pyglui; headless Capture (and tests) may not
 except ImportError:  # pragma: no cover - depends on the host
     ui = None
 
+#: the notifications that mean Pupil time was set anew: the stream starts a new segment
+_CLOCK_CHANGES = ("world_process.adapting_clock", "time_sync.master_announcement")
+
+
+class CaptureEventsSink:
+    """A release sink whose releases become Capture ``events`` datums.
+
+    :meth:`publish` keeps each sealed release as its message with a ``timestamp`` added: Capture's
+    recorder writes every datum of ``events`` with ``PLData_Writer``, which needs one (without it
+    the world process crashes while recording). The timestamp is the chunk's last step time,
+    already public in ``t``. :meth:`take` hands the pending datums to the plugin once per frame.
+
+    Raises
+    ------
+    TypeError
+        :meth:`publish` is given anything but a sealed release, or :meth:`publish_status`
+        anything but a :class:`~streamdp.status.SessionStatus`.
+    RuntimeError
+        Something is published after :meth:`close`.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[dict[str, Any]] = []
+        #: the latest status; local to this process (counters are raw functions of the gaze)
+        self.last_status: SessionStatus | None = None
+        self.closed = False
+
+    def publish(self, release: PrivateRelease) -> None:
+        check_sealed(release)
+        self._check_open()
+        datum = release.to_message()
+        datum["timestamp"] = datum["t"][-1]
+        self._pending.append(datum)
+
+    def publish_status(self, status: SessionStatus) -> None:
+        check_status(status)
+        self._check_open()
+        self.last_status = status
+
+    def take(self) -> list[dict[str, Any]]:
+        """The datums published since the last call, in release order."""
+        out, self._pending = self._pending, []
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+        self._pending = []
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("this CaptureEventsSink is closed: nothing more is published")
+
+
+def session_config(settings: dict[str, Any]) -> SessionConfig:
+    """The plugin's settings as a :class:`SessionConfig` (``blinks_from_capture`` is its
+    ``blinks="given"``; every other setting is the field of the same name).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A setting that is unknown, of the wrong type or out of range, named with its value.
+    """
+    fields = {k: v for k, v in settings.items() if k != "blinks_from_capture"}
+    fields["blinks"] = "given" if settings.get("blinks_from_capture") else "confidence"
+    return SessionConfig(**fields).check()
+
 
 class StreamDP(Plugin):
-    """Differentially private eye-movement features, published as ``streamdp.features.*``."""
+    """Differentially private eye-movement features, published as ``streamdp.features.*``.
+
+    Settings are those of :class:`streamdp.config.SessionConfig` (the named ones below, and any
+    other field by its name), with ``blinks_from_capture`` for ``blinks="given"``.
+    """
 
     order = 0.85
     uniqueness = "by_class"
@@ -57,6 +125,7 @@ class StreamDP(Plugin):
         budget: float | None = None,
         blinks_from_capture: bool = False,
         seed: int | None = None,
+        **config: Any,
     ) -> None:
         super().__init__(g_pool)
         self._settings: dict[str, Any] = {
@@ -68,45 +137,36 @@ class StreamDP(Plugin):
             "budget": budget,
             "blinks_from_capture": blinks_from_capture,
             "seed": seed,
+            **config,
         }
         self.error = ""
-        self.invalid = 0
-        self.released = 0
-        self._order = ReorderBuffer()
-        self._pairing = BlinkPairing()
-        self._blinks: list[tuple[float, float]] = []
-        self.pipeline = self._build(self._settings)
+        self._generation = 0
+        self.sink = CaptureEventsSink()
+        self.session = self._session(session_config(self._settings))
 
     # ------------------------------------------------------------------ settings
 
-    def _build(self, settings: dict[str, Any]) -> PrivatePipeline:
-        mech = make_mechanism(
-            settings["mechanism"],
-            epsilon=settings["epsilon"],
-            bounds=default_profile(),
-            chunk_length=settings["chunk_length"],
-            k=settings["k"],
-        )
-        unit = PrivacyUnit(settings["unit"], budget=settings["budget"])
-        events = EventConfig(blink_source="given" if settings["blinks_from_capture"] else "confidence")
-        # OS entropy unless a seed was set for reproducible research
-        return PrivatePipeline(mech, unit=unit, events=events, rng=secure_generator(settings["seed"]))
+    def _session(self, config: SessionConfig) -> Session:
+        # a settings change never reuses a seeded noise stream: the same noise on two chunks
+        # would reveal their difference exactly
+        seed = None if config.seed is None else config.seed + self._generation
+        return Session(config, sinks=[self.sink], seed=seed, source="Capture events")
 
     def update_settings(self, **changes: Any) -> bool:
-        """Apply new settings; invalid ones are refused (shown in the menu) and nothing changes.
-        The ε already spent is carried over: changing a setting never resets a budget."""
+        """Apply new settings; invalid ones are refused (shown in the menu) and the session goes
+        on unchanged. A valid change starts a new session that continues the old one's budget:
+        changing a setting never resets the ε spent. The feature windows start again."""
         new = {**self._settings, **changes}
+        self._generation += 1
         try:
-            pipeline = self._build(new)
+            session = self._session(session_config(new))
         except (TypeError, ValueError) as exc:
+            self._generation -= 1
             self.error = str(exc)
             logger.error("streamdp: %s", exc)
             return False
-        old = self.pipeline.privatizer.accountant
-        acc = pipeline.privatizer.accountant
-        acc.spent, acc.released = old.spent, old.released
-        pipeline.features = self.pipeline.features  # the windows go on; a partial chunk is dropped
-        self.pipeline, self._settings, self.error = pipeline, new, ""
+        session.continue_budget(self.session)
+        self.session, self._settings, self.error = session, new, ""
         return True
 
     def get_init_dict(self) -> dict[str, Any]:
@@ -115,62 +175,36 @@ class StreamDP(Plugin):
     # ------------------------------------------------------------------ Capture callbacks
 
     def recent_events(self, events: dict[str, Any]) -> None:
-        rows = []
-        for i, datum in enumerate(events.get("gaze", [])):
-            try:
-                rows.append(gaze_row(datum, f"events['gaze'][{i}]"))
-            except InputError as exc:
-                self.invalid += 1
-                logger.debug("streamdp skipped %s", exc)
-        for i, datum in enumerate(events.get("blinks", [])):
-            try:
-                blink = self._pairing.add(datum, f"events['blinks'][{i}]")
-            except InputError:
-                self.invalid += 1
-                continue
-            if blink is not None:
-                self._blinks.append(blink)
-        out = []
-        if self._order.clock_went_back(rows):
-            out += self._feed(self._order.drain()) + self._safely(self.pipeline.restart)
-            self._order.reset()
-        out += self._feed(self._order.push(rows))
+        self.session.receive_datums(events.get("gaze", []), events.get("blinks", []))
+        out = self.sink.take()
         if out:
-            self.released += len(out)
-            events["streamdp"] = [r.to_message() for r in out]
-
-    def _feed(self, rows: list[Any]) -> list[Any]:
-        if not rows:
-            return []
-        batch = gaze_batch(rows, "Capture events['gaze']", unit="mm", sort=False)
-        blinks = None
-        if self._settings["blinks_from_capture"]:
-            blinks = BlinkEvents.from_arrays([b[0] for b in self._blinks], [b[1] for b in self._blinks])
-            self._blinks = []
-        return self._safely(lambda: self.pipeline.update(batch, blinks))
-
-    def _safely(self, step: Any) -> list[Any]:
-        try:
-            return list(step())
-        except BudgetExhausted as exc:
-            self.error = str(exc)
-            return []
+            events.setdefault("streamdp", []).extend(out)
 
     def on_notify(self, notification: dict[str, Any]) -> None:
-        # a new clock (Pupil Remote's T, or time sync) means a new segment
-        if notification.get("subject") in ("world_process.adapting_clock", "time_sync.master_announcement"):
-            self._safely(self.pipeline.restart)
-            self._order.reset()
+        # a new clock (Pupil Remote's T, or time sync) means a new segment; what the restart
+        # releases goes out with the next frame
+        if notification.get("subject") in _CLOCK_CHANGES:
+            self.session.restart(StatusEvent.CAPTURE_RESTARTED)
+
+    @property
+    def released(self) -> int:
+        return self.session.counters.released
+
+    @property
+    def invalid(self) -> int:
+        """Datums skipped: malformed or with a missing, wrongly typed or non-finite field."""
+        s = self.session.status()
+        return s.invalid + s.malformed
 
     @property
     def status(self) -> str:
-        acc = self.pipeline.privatizer.accountant
-        priv = self.pipeline.privatizer
-        if priv.exhausted:
-            return f"budget spent: {priv.exhausted_message}"
+        s = self.session.status()
+        cfg = self.session.config
+        if s.budget_exhausted:
+            return f"budget spent: ε {s.epsilon_spent:g} of {cfg.budget:g} ({cfg.unit}); nothing more is released"
         return (
-            f"{self.released} chunks released, ε spent {acc.spent:g} "
-            f"({self._settings['mechanism']}, {self._settings['epsilon']:g}/feature/chunk)"
+            f"{s.released} chunks released, ε spent {s.epsilon_spent:g} "
+            f"({cfg.mechanism}, {cfg.epsilon:g}/feature/chunk)"
             + (f"; {self.invalid} datums skipped" if self.invalid else "")
             + (f"; error: {self.error}" if self.error else "")
         )
@@ -185,7 +219,7 @@ class StreamDP(Plugin):
         self.menu.append(ui.Info_Text("Sanitized eye-movement features on streamdp.features.*"))
         self.menu.append(ui.Slider("epsilon", self, min=0.1, max=50.0, label="ε per feature per chunk"))
         self.menu.append(ui.Selector("chunk_length", self, selection=[32, 64, 128], label="Chunk length"))
-        self.menu.append(ui.Selector("mechanism", self, selection=["dcfpa", "cfpa", "lpa", "steil"], label="Mechanism"))
+        self.menu.append(ui.Selector("mechanism", self, selection=list(MECHANISMS), label="Mechanism"))
         self.menu.append(ui.Text_Input("status", self, label="Status", setter=lambda _: None))
 
     def deinit_ui(self) -> None:
@@ -194,6 +228,7 @@ class StreamDP(Plugin):
     def cleanup(self) -> None:
         # nothing partial is ever released: the chunk in progress is dropped with the plugin
         logger.info("streamdp: %s", self.status)
+        self.sink.close()
 
     # properties the menu edits
     @property

@@ -1,8 +1,11 @@
-"""The one gaze batch type: struct-of-arrays NumPy, never an object per sample."""
+"""The gaze types: struct-of-arrays NumPy, never an object per sample. :class:`GazeBatch` is
+validated, ordered gaze in one diameter unit; :class:`GazeColumns` is decoded gaze as it
+arrives, before the reorder buffer and the choice of diameter unit."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -10,6 +13,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import InputError
+
+_F64 = NDArray[np.float64]
 
 DiameterUnit = Literal["mm", "px", "none"]
 
@@ -235,3 +240,113 @@ class Recording:
     wall_clock_offset: float | None = None
     #: the scene camera (a key of ``CAMERA_FOV_DEG``) where the format tells it
     camera: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class GazeColumns:
+    """Decoded gaze, one array per field, in arrival order (not yet sorted or unit-resolved).
+
+    Unlike :class:`~streamdp.gaze.GazeBatch` it keeps both pupil diameters, ``diameter_mm``
+    (``diameter_3d``) and ``diameter_px``, because a live stream's unit is decided only once its
+    first diameter arrives (see :func:`choose_diameter_unit`).
+    """
+
+    t: _F64
+    x: _F64
+    y: _F64
+    confidence: _F64
+    diameter_mm: _F64
+    diameter_px: _F64
+    eye_id: NDArray[np.int8]
+    valid: NDArray[np.bool_]
+
+    def __len__(self) -> int:
+        return int(self.t.shape[0])
+
+    @classmethod
+    def from_arrays(
+        cls,
+        *,
+        t: ArrayLike,
+        x: ArrayLike,
+        y: ArrayLike,
+        confidence: ArrayLike,
+        diameter_mm: ArrayLike,
+        diameter_px: ArrayLike,
+        eye_id: ArrayLike,
+        valid: ArrayLike,
+    ) -> GazeColumns:
+        return cls(
+            np.asarray(t, dtype=np.float64),
+            np.asarray(x, dtype=np.float64),
+            np.asarray(y, dtype=np.float64),
+            np.asarray(confidence, dtype=np.float64),
+            np.asarray(diameter_mm, dtype=np.float64),
+            np.asarray(diameter_px, dtype=np.float64),
+            np.asarray(eye_id, dtype=np.int8),
+            np.asarray(valid, dtype=bool),
+        )
+
+    @classmethod
+    def empty(cls) -> GazeColumns:
+        e = np.empty(0)
+        return cls(e, e, e, e, e, e, np.empty(0, dtype=np.int8), np.empty(0, dtype=bool))
+
+    @classmethod
+    def from_batch(cls, batch: GazeBatch) -> GazeColumns:
+        """A batch's rows as columns; its diameter goes to the column of its unit."""
+        nan = np.full(len(batch), np.nan)
+        mm = batch.diameter if batch.diameter_unit == "mm" else nan
+        px = batch.diameter if batch.diameter_unit == "px" else nan
+        return cls(batch.t, batch.x, batch.y, batch.confidence, mm, px, batch.eye_id, batch.valid)
+
+    @staticmethod
+    def concat(parts: Sequence[GazeColumns]) -> GazeColumns:
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return GazeColumns.empty()
+        if len(parts) == 1:
+            return parts[0]
+        return GazeColumns(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FIELDS))
+
+    def take(self, index: NDArray[np.intp] | slice) -> GazeColumns:
+        return GazeColumns(*(getattr(self, f)[index] for f in _FIELDS))
+
+    def to_batch(self, unit: DiameterUnit, source: str) -> GazeBatch:
+        """A validated :class:`GazeBatch` with the diameter of ``unit`` (rows must be in order).
+
+        Raises
+        ------
+        InputError
+            From :class:`GazeBatch`: timestamps out of order, NaN positions on valid rows, …
+        """
+        diameter = (
+            self.diameter_mm if unit == "mm" else self.diameter_px if unit == "px" else np.full(len(self), np.nan)
+        )
+        x = np.where(self.valid, self.x, np.nan)
+        y = np.where(self.valid, self.y, np.nan)
+        return GazeBatch(self.t, x, y, self.confidence, diameter, self.eye_id, self.valid, unit, source)
+
+
+_FIELDS = ("t", "x", "y", "confidence", "diameter_mm", "diameter_px", "eye_id", "valid")
+
+
+def choose_diameter_unit(diameter_mm: _F64, diameter_px: _F64) -> DiameterUnit | None:
+    """The unit a stream's pupil diameters are taken in, from the first data that carry one:
+    mm when any ``diameter_3d`` is present (Capture's 3d detector), else px (2d detector); None
+    while no diameter has been seen. Recordings and live streams use this one rule, so that the
+    same gaze gives the same features whichever way it arrives.
+
+    Examples
+    --------
+    >>> nan = float("nan")
+    >>> choose_diameter_unit(np.array([nan, 3.1]), np.array([40.0, 41.0]))
+    'mm'
+    >>> choose_diameter_unit(np.array([nan]), np.array([40.0])), choose_diameter_unit(np.array([nan]), np.array([nan]))
+    ('px', None)
+    """
+    if np.any(np.isfinite(diameter_mm)):
+        return "mm"
+    if np.any(np.isfinite(diameter_px)):
+        return "px"
+    return None

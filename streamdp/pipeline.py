@@ -1,25 +1,28 @@
-"""Gaze in, feature rows out: the event detector and the window features as one stage."""
+"""The pipelines as stages: gaze → feature rows, and gaze → sanitized releases.
+
+Build them from a :class:`~streamdp.config.SessionConfig` (``config.feature_pipeline()``,
+``config.private_pipeline(seed)``), the one place that turns options into a pipeline.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from .gaze import BlinkEvents, GazeBatch, Recording
 from .privacy.accountant import PrivacyUnit
-from .privacy.bounds import BoundsProfile, default_profile
-from .privacy.mechanisms import Mechanism, make_mechanism
-from .privacy.noise import secure_generator
+from .privacy.mechanisms import Mechanism
 from .privacy.release import PrivateRelease
+from .stages.base import Stage
 from .stages.chunker import Chunker
 from .stages.events import EventConfig, EventDetector
 from .stages.features import FeatureRows, WindowConfig, WindowFeatures
 from .stages.privatizer import Privatizer
 
 
-class FeaturePipeline:
+class FeaturePipeline(Stage[GazeBatch, FeatureRows]):
     """Streaming gaze → 52 features every step (stage contract: update / flush / reset).
 
     The event detector's segment gap is the window length: after a gap longer than a window,
@@ -41,13 +44,12 @@ class FeaturePipeline:
         self.detector = EventDetector(self.event_config)
         self.features = WindowFeatures(self.window_config)
 
-    def update(self, batch: GazeBatch, blinks: BlinkEvents | None = None) -> FeatureRows:
-        return self.features.update(self.detector.update(batch, blinks))
+    def update(self, item: GazeBatch, /, blinks: BlinkEvents | None = None) -> FeatureRows:
+        return self.features.update(self.detector.update(item, blinks))
 
     def flush(self) -> FeatureRows:
         rows = self.features.update(self.detector.flush())
-        self.features.reset()
-        return rows
+        return FeatureRows.concat([rows, self.features.flush()])
 
     def reset(self) -> None:
         self.detector.reset()
@@ -72,7 +74,38 @@ class FeaturePipeline:
         return FeatureRows.concat(parts)
 
 
-class PrivatePipeline:
+class ChunkPrivatizer(Stage[FeatureRows, "list[PrivateRelease]"]):
+    """Feature rows in, sanitized chunks out: chunks of n steps → mechanism + accountant.
+
+    The second half of :class:`PrivatePipeline`, on its own for rows computed once and
+    sanitized under many settings (``evaluate``).
+    """
+
+    def __init__(
+        self,
+        mechanism: Mechanism,
+        unit: PrivacyUnit | None = None,
+        rng: np.random.Generator | None = None,
+        window: WindowConfig | None = None,
+    ) -> None:
+        wc = window or WindowConfig()
+        self.chunker = Chunker(mechanism.chunk_length, wc.step)
+        self.privatizer = Privatizer(mechanism, unit, rng, wc.window, wc.step)
+
+    def update(self, item: FeatureRows, /) -> list[PrivateRelease]:
+        return self.privatizer.update(self.chunker.update(item))
+
+    def flush(self) -> list[PrivateRelease]:
+        out = self.privatizer.update(self.chunker.flush())
+        return out + self.privatizer.flush()
+
+    def reset(self) -> None:
+        """Forget the partial chunk; the budget spent is kept."""
+        self.chunker.reset()
+        self.privatizer.reset()
+
+
+class PrivatePipeline(Stage[GazeBatch, "list[PrivateRelease]"]):
     """Gaze in, sanitized chunks out: features → chunks of n steps → mechanism + accountant.
 
     Examples
@@ -94,17 +127,28 @@ class PrivatePipeline:
         window: WindowConfig | None = None,
     ) -> None:
         self.features = FeaturePipeline(events, window)
-        wc = self.features.window_config
-        self.chunker = Chunker(mechanism.chunk_length, wc.step)
-        self.privatizer = Privatizer(mechanism, unit, rng, wc.window, wc.step)
+        self.sanitizer = ChunkPrivatizer(mechanism, unit, rng, self.features.window_config)
+        self.chunker = self.sanitizer.chunker
+        self.privatizer = self.sanitizer.privatizer
+        #: a local research tap: called with every batch of unsanitized feature rows. Never
+        #: connect it to a network sink (rows are raw functions of the gaze).
+        self.on_rows: Callable[[FeatureRows], None] | None = None
 
-    def update(self, batch: GazeBatch, blinks: BlinkEvents | None = None) -> list[PrivateRelease]:
-        return self.privatizer.update(self.chunker.update(self.features.update(batch, blinks)))
+    def update(self, item: GazeBatch, /, blinks: BlinkEvents | None = None) -> list[PrivateRelease]:
+        return self._release(self.features.update(item, blinks))
 
     def flush(self) -> list[PrivateRelease]:
-        out = self.privatizer.update(self.chunker.update(self.features.flush()))
-        self.chunker.flush()
-        return out
+        return self._release(self.features.flush()) + self.sanitizer.flush()
+
+    def reset(self) -> None:
+        """Forget the stream (windows, partial chunk); the budget spent is kept."""
+        self.features.reset()
+        self.sanitizer.reset()
+
+    def _release(self, rows: FeatureRows) -> list[PrivateRelease]:
+        if self.on_rows is not None and len(rows):
+            self.on_rows(rows)
+        return self.sanitizer.update(rows)
 
     def restart(self) -> list[PrivateRelease]:
         """The source restarted: finish what the data allow; the budget spent is kept."""
@@ -121,50 +165,3 @@ class PrivatePipeline:
                 out += self.update(gaze.slice(start, start + batch_size), blinks if i == 0 else None)
         out += self.flush()
         return out
-
-
-@dataclass(frozen=True)
-class PipelineConfig:
-    """Everything that decides a private pipeline's output, as plain values: picklable for worker
-    processes and dask, and what the CLI's options become."""
-
-    mechanism: str = "dcfpa"
-    epsilon: float = 1.0
-    chunk_length: int = 64
-    transform: str = "dft"
-    k: int | str | None = None
-    sensitivity: str = "bound"
-    bounds_file: str | None = None
-    unit: str = "chunk"
-    budget: float | None = None
-    w: int | None = None
-    seed: int | None = None
-    blinks: Literal["confidence", "given"] = "confidence"
-    window: float = 30.0
-    step: float = 0.5
-
-    def pipeline(self, seed: int | None) -> PrivatePipeline:
-        """The pipeline, with a cryptographic generator seeded by ``seed`` (None: OS entropy).
-
-        Raises
-        ------
-        TypeError, ValueError, InputError
-            A parameter the mechanism, the unit or the bounds profile refuses.
-        """
-        bounds = BoundsProfile.load(self.bounds_file) if self.bounds_file else default_profile()
-        mech = make_mechanism(
-            self.mechanism,
-            epsilon=self.epsilon,
-            bounds=bounds,
-            chunk_length=self.chunk_length,
-            transform=self.transform,
-            k=self.k,
-            sensitivity=self.sensitivity,
-        )
-        return PrivatePipeline(
-            mech,
-            unit=PrivacyUnit(self.unit, w=self.w, budget=self.budget),
-            rng=secure_generator(seed),
-            events=EventConfig(blink_source=self.blinks),
-            window=WindowConfig(self.window, self.step),
-        )

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# imported by the plugin stand-in with Capture's `plugin` module on sys.path, never on its own
+collect_ignore = ["pupil_standin/recorder.py"]
+
 SHARED_DATA = Path(os.environ.get("STREAMDP_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 

@@ -9,7 +9,7 @@ import msgpack
 import numpy as np
 
 from streamdp.gaze import Recording
-from streamdp.network.simulator import gaze_datums
+from streamdp.pupil_wire import recording_datums as gaze_datums
 
 
 def write_capture_recording(recording: Recording, folder: Path) -> Path:

@@ -95,3 +95,12 @@ def test_nan_bound_and_bad_files(tmp_path):
         BoundsProfile.load(broken)
     with pytest.raises(InputError, match="cannot read"):
         BoundsProfile.load(tmp_path / "none.json")
+
+
+def test_bound_arrays_can_never_be_made_writeable():
+    b = default_profile()
+    for arr in (b.lo, b.hi, b.r):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            arr.setflags(write=True)
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0] = 0.0

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
 import pytest
 
 from streamdp import InputError
-from streamdp.privacy import secure_generator
+from streamdp.privacy import HEATMAP_MECHANISMS, secure_generator
 from streamdp.privacy.heatmap import (
     HeatmapGaussian,
     HeatmapLaplace,
@@ -104,3 +105,27 @@ def test_wrong_maps_are_refused():
         mech.privatize(np.zeros((3, *SHAPE)), secure_generator(0))
     with pytest.raises(InputError, match="finite counts"):
         mech.privatize(np.full((2, *SHAPE), -1.0), secure_generator(0))
+
+
+@pytest.mark.parametrize(
+    ("noise", "params", "digest"),
+    [
+        pytest.param(
+            "gaussian",
+            {"epsilon": 1.0, "delta": 1e-5, "cap": 2, "n_observers": 50, "shape": (6, 8)},
+            "ac2b91fcec9511a01834320c",
+            id="gaussian",
+        ),
+        pytest.param(
+            "laplace",
+            {"epsilon": 0.5, "cap": 3, "n_observers": 50, "shape": (6, 8)},
+            "cdda563c9fbf489261b01d09",
+            id="laplace",
+        ),
+    ],
+)
+def test_heatmaps_reproduce_their_pinned_outputs(noise, params, digest):
+    # pinned with the code before the mechanisms moved onto the shared base (issue #8)
+    maps = np.random.default_rng(0).poisson(0.8, (50, 6, 8)).astype(float)
+    out = HEATMAP_MECHANISMS[noise](**params).privatize(maps, secure_generator(42))
+    assert hashlib.sha256(out.tobytes()).hexdigest()[:24] == digest

@@ -17,26 +17,30 @@ import numpy as np
 import pytest
 import zmq
 
+from streamdp.config import SessionConfig
 from streamdp.gaze import Recording
 from streamdp.network.relay import Relay
 from streamdp.network.simulator import CaptureSimulator
 from streamdp.network.sink import ReleasePublisher
 from streamdp.network.subscriber import connect_subscriber
-from streamdp.pipeline import FeaturePipeline, PrivatePipeline
-from streamdp.privacy import dcfpa, default_profile, secure_generator
-from streamdp.privacy.accountant import PrivacyUnit
+from streamdp.pipeline import FeaturePipeline
 from streamdp.readers import read_recording
+from streamdp.session import Session
+from streamdp.status import SessionStatus
 from streamdp.synthetic import generate
 
 from .conftest import shared
 from .live_harness import live
 
-B = default_profile()
 SYN = generate(duration=110.0, rate=200.0, seed=4).recording  # 160 steps: 5 chunks of 32
 
 
-def _pipeline(seed: int = 7, unit: PrivacyUnit | None = None, n: int = 32) -> PrivatePipeline:
-    return PrivatePipeline(dcfpa(epsilon=1.0, bounds=B, chunk_length=n), unit=unit, rng=secure_generator(seed))
+def _config(seed: int = 7, n: int = 32, **changes) -> SessionConfig:
+    return SessionConfig(mechanism="dcfpa", epsilon=1.0, chunk_length=n, seed=seed, **changes)
+
+
+def _session(sink: ReleasePublisher, **config) -> Session:
+    return Session(_config(**config), sinks=[sink])
 
 
 def _receive(sub: zmq.Socket, n_chunks: int, timeout: float = 10.0) -> tuple[list[dict], list[list[bytes]]]:
@@ -58,13 +62,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _offline(recording: Recording, seed: int = 7, n: int = 32):
-    return _pipeline(seed, n=n).run(recording)
+def _offline(recording: Recording, seed: int = 7, n: int = 32, **changes):
+    return Session.for_recording(_config(seed, n, **changes), recording).run(recording)
 
 
 def test_simulate_relay_subscriber_equals_the_offline_pipeline_on_synthetic_gaze():
     want = _offline(SYN)
-    with live(SYN, _pipeline()) as (_, relay, sub):
+    with live(SYN, _config()) as (_, relay, sub):
         got, _ = _receive(sub, len(want) - 1)
     # the relay holds the last 50 ms for reordering, so the offline run may finish one more chunk
     assert len(got) >= len(want) - 1 >= 3
@@ -78,7 +82,7 @@ def test_simulate_relay_subscriber_equals_the_offline_pipeline_on_synthetic_gaze
 def test_simulate_relay_subscriber_equals_the_offline_pipeline_on_a_real_recording():
     rec = read_recording(shared("cateyes_119hz", "test_data_full.csv"))
     want = _offline(rec, n=64)
-    with live(rec, _pipeline(n=64)) as (_, _relay, sub):
+    with live(rec, _config(n=64)) as (_, _relay, sub):
         got, _ = _receive(sub, len(want) - 1)
     assert len(got) >= len(want) - 1 >= 7
     for msg, rel in zip(got, want, strict=False):
@@ -89,7 +93,7 @@ def test_no_raw_gaze_pupil_or_unsanitized_feature_leaves_the_relay():
     rows = FeaturePipeline().run(SYN)
     g = SYN.gaze
     raw = {float(v) for arr in (g.x, g.y, g.confidence, g.diameter) for v in arr.tolist() if np.isfinite(v)}
-    with live(SYN, _pipeline()) as (_, _, sub):
+    with live(SYN, _config()) as (_, _, sub):
         chunks, frames = _receive(sub, 4)
     assert len(chunks) == 4
     allowed_topics = (b"streamdp.features.dcfpa", b"streamdp.status")
@@ -113,7 +117,7 @@ def test_no_raw_gaze_pupil_or_unsanitized_feature_leaves_the_relay():
 
 def test_garbage_on_the_backbone_is_counted_and_skipped_without_changing_the_output():
     want = _offline(SYN)
-    with live(SYN, _pipeline(), wait_for_subscriber=True) as (sim, relay, sub):
+    with live(SYN, _config(), wait_for_subscriber=True) as (sim, relay, sub):
         pub = zmq.Context.instance().socket(zmq.PUB)
         pub.linger = 0
         pub.connect(f"tcp://127.0.0.1:{sim.ports.pub}")
@@ -142,12 +146,11 @@ def test_capture_restart_starts_a_new_segment_and_nothing_spans_it():
     second = generate(duration=80.0, rate=200.0, seed=2, start_time=10.0).recording  # clock reset
     sink = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000)
     sub = connect_subscriber(sink.endpoint)
-    while sink.poll_subscriptions() == 0:
-        sub.poll(20)
+    assert sink.wait_for_subscribers(1, timeout=5.0)
     port = _free_port()
     sim = CaptureSimulator(first, speed=0, remote_port=port)
     sim.start()
-    relay = Relay(_pipeline(), sink, remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
+    relay = Relay(_session(sink), remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
     th = threading.Thread(target=relay.run, daemon=True)
     th.start()
     try:
@@ -178,16 +181,15 @@ def test_capture_restart_starts_a_new_segment_and_nothing_spans_it():
 
 
 def test_a_subscriber_that_vanishes_costs_nothing_and_others_keep_receiving():
-    with live(SYN, _pipeline()) as (_, relay, sub):
-        ghost = connect_subscriber(relay.sink.endpoint)
+    with live(SYN, _config()) as (_, relay, sub):
+        ghost = connect_subscriber(relay.session.sinks[0].endpoint)
         ghost.close(linger=0)  # connects and vanishes without reading anything
         got, _ = _receive(sub, 3)
     assert len(got) == 3
 
 
 def test_budget_cap_reached_mid_session_stops_releases_and_says_so():
-    unit = PrivacyUnit("session", budget=52.0 * 2)
-    with live(SYN, _pipeline(unit=unit)) as (_, relay, sub):
+    with live(SYN, _config(unit="session", budget=52.0 * 2)) as (_, relay, sub):
         chunks, _frames = [], []
         status = None
         while sub.poll(5000):
@@ -199,7 +201,7 @@ def test_budget_cap_reached_mid_session_stops_releases_and_says_so():
             chunks.append(msg)
     assert len(chunks) == 2
     assert status is not None and status["budget_exhausted"] is True
-    assert "nothing more is released" in status["message"]
+    assert status["event"] == "budget_exhausted"
     assert relay.counters.released == 2
 
 
@@ -230,27 +232,16 @@ def test_curve_lets_only_allowed_clients_in(tmp_path):
             sink.endpoint, ("streamdp.status",), server_public_key=server_pub, client_certificate=stranger_sec
         )
         plain = connect_subscriber(sink.endpoint, ("streamdp.status",))
-        while sink.poll_subscriptions() < 1:
-            good.poll(20)
-        sink.publish_status({"released": 1})
+        assert sink.wait_for_subscribers(1, timeout=5.0)
+        status = Session(_config()).status()
+        sink.publish_status(status)
         assert good.poll(3000)
-        assert msgpack.unpackb(good.recv_multipart()[1])["released"] == 1
+        assert SessionStatus.from_message(msgpack.unpackb(good.recv_multipart()[1])) == status
         assert not bad.poll(300) and not plain.poll(300)
         assert sink.subscriptions == 1  # only the allowed client got in
     finally:
         for s in (good, bad, plain):
             s.close(linger=0)
-        sink.close()
-
-
-def test_sink_accepts_only_private_releases_and_counter_status():
-    sink = ReleasePublisher("tcp://127.0.0.1:0")
-    try:
-        with pytest.raises(TypeError, match="only a PrivateRelease"):
-            sink.publish({"values": [[1.0]]})  # type: ignore[arg-type]
-        with pytest.raises(TypeError, match="status may hold only counters"):
-            sink.publish_status({"gaze": [0.5, 0.5]})
-    finally:
         sink.close()
 
 
@@ -307,7 +298,7 @@ def test_simulator_publishes_capture_datums_with_their_field_names_and_types():
     assert gaze["topic"] == "gaze.3d.01."
     assert isinstance(gaze["timestamp"], float) and isinstance(gaze["confidence"], float)
     assert len(gaze["norm_pos"]) == 2 and len(gaze["base_data"]) == 2
-    assert set(gaze["eye_centers_3d"]) == {0, 1}  # int keys, as Capture sends them
+    assert set(gaze["eye_centers_3d"]) == {"0", "1"}  # string keys, as Capture sends them
     pupil = seen[b"pupil.0.3d"]
     assert pupil["id"] == 0 and "diameter_3d" in pupil and pupil["method"].startswith("pye3d")
 
@@ -366,7 +357,7 @@ def test_to_backbone_publishes_releases_onto_captures_backbone_for_its_recorder(
     backbone.linger = 0
     backbone.connect(f"tcp://127.0.0.1:{sim.ports.sub}")
     backbone.setsockopt(zmq.SUBSCRIBE, b"streamdp.")
-    relay = Relay(_pipeline(), sink, remote=sim.remote_address, to_backbone=True, heartbeat=0.2, timeout=0.3)
+    relay = Relay(_session(sink), remote=sim.remote_address, to_backbone=True, heartbeat=0.2, timeout=0.3)
     th = threading.Thread(target=relay.run, daemon=True)
     th.start()
     try:
@@ -383,15 +374,9 @@ def test_to_backbone_publishes_releases_onto_captures_backbone_for_its_recorder(
 
 
 def test_relay_with_captures_blinks_equals_the_offline_pipeline_with_the_recordings_blinks():
-    from streamdp.stages.events import EventConfig
-
-    def given(seed: int = 7) -> PrivatePipeline:
-        mech = dcfpa(epsilon=1.0, bounds=B, chunk_length=32)
-        return PrivatePipeline(mech, rng=secure_generator(seed), events=EventConfig(blink_source="given"))
-
     assert SYN.blinks is not None and len(SYN.blinks.start) > 5
-    want = given().run(SYN)
-    with live(SYN, given()) as (_, relay, sub):
+    want = _offline(SYN, blinks="given")
+    with live(SYN, _config(blinks="given")) as (_, relay, sub):
         got, _ = _receive(sub, len(want) - 1)
     assert len(got) >= len(want) - 1 >= 3
     for msg, rel in zip(got, want, strict=False):

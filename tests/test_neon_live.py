@@ -1,5 +1,5 @@
-"""Neon live conversion with the realtime API's own datum types, and the Neon relay loop driven
-by a device that replays the Neon demo recording through those types."""
+"""Neon live decoding with the realtime API's own datum types, and the Neon relay loop driven by a
+device that replays a recording through those types."""
 
 from __future__ import annotations
 
@@ -13,70 +13,138 @@ import pytest
 gaze_mod = pytest.importorskip("pupil_labs.realtime_api.streaming.gaze")
 events_mod = pytest.importorskip("pupil_labs.realtime_api.streaming.eye_events")
 
-from streamdp.network.neon import NeonRelay, neon_blink, neon_row  # noqa: E402
+from streamdp.config import SessionConfig  # noqa: E402
+from streamdp.network.neon import NeonDecoder, NeonRelay  # noqa: E402
 from streamdp.network.sink import ReleasePublisher  # noqa: E402
 from streamdp.network.subscriber import connect_subscriber  # noqa: E402
-from streamdp.pipeline import PrivatePipeline  # noqa: E402
-from streamdp.privacy import dcfpa, default_profile, secure_generator  # noqa: E402
-from streamdp.stages.events import EventConfig  # noqa: E402
+from streamdp.session import Session  # noqa: E402
+from streamdp.sinks import CollectingSink  # noqa: E402
 from streamdp.synthetic import generate  # noqa: E402
 
 
-def _eyestate(x, y, worn, d_left, d_right, t):
+def eyestate(x, y, worn, d_left, d_right, t):
     zeros = [0.0] * 6
     return gaze_mod.EyestateGazeData(x, y, worn, d_left, *zeros, d_right, *zeros, t)
 
 
+def blink(start_ns, end_ns):
+    return events_mod.BlinkEventData(4, start_ns, end_ns, start_ns * 1e-9)
+
+
+def _decode(*datums, events=()):
+    dec = NeonDecoder()
+    for d in datums:
+        dec.add_gaze(d)
+    for e in events:
+        dec.add_event(e)
+    cols, blinks = dec.take()
+    return dec, cols, blinks
+
+
 def test_eyestate_gaze_is_normalized_with_the_origin_bottom_left_and_diameters_averaged():
-    t, x, y, conf, d, valid = neon_row(_eyestate(800.0, 300.0, True, 3.0, 3.4, 1.7e9))
-    assert (t, x, y, conf, valid) == (1.7e9, 0.5, 0.75, 1.0, True)
-    assert d == pytest.approx(3.2)
+    _, cols, _ = _decode(eyestate(800.0, 300.0, True, 3.0, 3.4, 1.7e9))
+    assert (cols.t[0], cols.x[0], cols.y[0], cols.confidence[0], bool(cols.valid[0])) == (1.7e9, 0.5, 0.75, 1.0, True)
+    assert cols.diameter_mm[0] == pytest.approx(3.2) and math.isnan(cols.diameter_px[0])
+    assert cols.eye_id[0] == 2  # binocular
+
+
+def test_invisible_scene_size():
+    dec = NeonDecoder((1088.0, 1080.0))
+    dec.add_gaze(gaze_mod.GazeData(544.0, 270.0, True, 5.0))
+    cols, _ = dec.take()
+    assert (cols.x[0], cols.y[0]) == (0.5, 0.75)
 
 
 def test_plain_gaze_has_no_diameter_and_unworn_is_invalid():
-    row = neon_row(gaze_mod.GazeData(100.0, 100.0, False, 5.0))
-    assert math.isnan(row[4]) and row[5] is False and row[3] == 0.0
+    _, cols, _ = _decode(gaze_mod.GazeData(100.0, 100.0, False, 5.0))
+    assert math.isnan(cols.diameter_mm[0]) and not cols.valid[0] and cols.confidence[0] == 0.0
+
+
+def test_one_missing_diameter_leaves_the_other():
+    _, cols, _ = _decode(eyestate(800.0, 600.0, True, 0.0, 3.4, 1.0), eyestate(800.0, 600.0, True, 3.0, None, 2.0))
+    assert cols.diameter_mm.tolist() == [3.4, 3.0]
+
+
+def test_dual_monocular_gaze_is_the_mean_of_the_left_and_right_points():
+    point = gaze_mod.Point
+    datum = gaze_mod.DualMonocularGazeData(point(700.0, 500.0), point(900.0, 700.0), True, 3.0)
+    _, cols, _ = _decode(datum)
+    assert (cols.x[0], cols.y[0], bool(cols.valid[0])) == (0.5, 0.5, True)
+
+
+def test_datums_without_the_fields_are_counted_invalid_and_skipped():
+    dec, cols, _ = _decode(
+        "nonsense",
+        gaze_mod.GazeData(None, 1.0, True, 1.0),
+        gaze_mod.GazeData(1.0, 1.0, True, float("nan")),
+        gaze_mod.GazeData(1.0, 1.0, True, 3.0),
+    )
+    assert dec.invalid == 3 and cols.t.tolist() == [3.0]
 
 
 def test_blink_events_only():
-    assert neon_blink(events_mod.BlinkEventData(4, 2_000_000_000, 2_150_000_000, 2.2)) == pytest.approx((2.0, 2.15))
     fixation = events_mod.FixationEventData(1, 1, 2, *([0.0] * 10), 0.0)
-    assert neon_blink(fixation) is None
+    _, _, blinks = _decode(events=[blink(2_000_000_000, 2_150_000_000), fixation])
+    assert blinks.start.tolist() == pytest.approx([2.0]) and blinks.end.tolist() == pytest.approx([2.15])
+    _, _, none = _decode(gaze_mod.GazeData(1.0, 1.0, True, 3.0))
+    assert none is None  # no eye event at all: the session keeps its blinks as they are
+
+
+def test_a_session_left_to_the_source_camera_must_be_built_for_the_device():
+    with pytest.raises(ValueError, match="build it with Session\\(config, camera='neon'\\)"):
+        NeonRelay(Session(SessionConfig()), ReplayDevice([]))
+    NeonRelay(Session(SessionConfig(camera="pupil_core_720p")), ReplayDevice([]))  # explicit: the user's choice
+    with pytest.raises(TypeError, match="session must be a Session"):
+        NeonRelay(SessionConfig(), ReplayDevice([]))
 
 
 class ReplayDevice:
-    """A device that hands out a recording as the realtime API's EyestateGazeData, one per call."""
+    """A realtime-API device that hands out gaze datums one per call, then eye events, and stops
+    ``relay`` (if given) once it has nothing more. It has ``close()`` as the real one does."""
 
-    def __init__(self, recording):
-        g = recording.gaze
-        self._data = [
-            _eyestate(x * 1600.0, (1 - y) * 1200.0, True, d, d, t)
-            for t, x, y, d in zip(g.t.tolist(), g.x.tolist(), g.y.tolist(), g.diameter.tolist(), strict=True)
-        ]
+    def __init__(self, gaze, events=(), relay=None):
+        self._gaze = list(gaze)
+        self._events = list(events)
         self._i = 0
+        self.relay = relay
         self.done = threading.Event()
+        self.closed = False
 
     def receive_gaze_datum(self, timeout_seconds=None):
-        if self._i >= len(self._data):
+        if self._i >= len(self._gaze):
             self.done.set()
+            if self.relay is not None:
+                self.relay.stop()
             return None
         self._i += 1
-        return self._data[self._i - 1]
+        return self._gaze[self._i - 1]
 
     def receive_eye_events(self, timeout_seconds=None):
+        # an event is given once the gaze has reached its end, as the device sends it
+        if self._events and self._i and self._gaze[self._i - 1].timestamp_unix_seconds >= self._events[0][0]:
+            return self._events.pop(0)[1]
         return None
 
+    def close(self):
+        self.closed = True
 
-def test_neon_relay_publishes_sanitized_chunks():
+
+def eyestates(recording, scene=(1600.0, 1200.0)):
+    g = recording.gaze
+    return [
+        eyestate(x * scene[0], (1 - y) * scene[1], True, d, d, t)
+        for t, x, y, d in zip(g.t.tolist(), g.x.tolist(), g.y.tolist(), g.diameter.tolist(), strict=True)
+    ]
+
+
+def test_neon_relay_publishes_sanitized_chunks_and_closes_the_device():
     rec = generate(duration=75.0, rate=200.0, seed=8, fov_deg=(103.0, 77.0)).recording
-    mech = dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=32)
-    pipe = PrivatePipeline(mech, rng=secure_generator(2), events=EventConfig(fov_deg=(103.0, 77.0)))
     sink = ReleasePublisher("tcp://127.0.0.1:0")
     sub = connect_subscriber(sink.endpoint)
-    while sink.poll_subscriptions() == 0:
-        sub.poll(20)
-    device = ReplayDevice(rec)
-    relay = NeonRelay(pipe, sink, device)
+    assert sink.wait_for_subscribers(1, timeout=5.0)
+    session = Session(SessionConfig(chunk_length=32), sinks=[sink], seed=2, camera="neon")
+    device = ReplayDevice(eyestates(rec))
+    relay = NeonRelay(session, device)
     th = threading.Thread(target=relay.run, daemon=True)
     th.start()
     try:
@@ -91,4 +159,36 @@ def test_neon_relay_publishes_sanitized_chunks():
     msg = msgpack.unpackb(payload, raw=False)
     assert topic == b"streamdp.features.dcfpa"
     assert np.array(msg["values"]).shape == (32, 52)
-    assert relay.released >= 1
+    assert relay.released >= 1 and device.closed
+    assert session.counters.received == len(rec.gaze)
+
+
+def test_neon_relay_takes_blinks_from_eye_events_when_given():
+    rec = generate(duration=40.0, rate=200.0, seed=3, fov_deg=(103.0, 77.0)).recording
+    assert rec.blinks is not None and len(rec.blinks.start) >= 2
+    events = [
+        (e, blink(round(s * 1e9), round(e * 1e9)))
+        for s, e in zip(rec.blinks.start.tolist(), rec.blinks.end.tolist(), strict=True)
+    ]
+    config = SessionConfig(chunk_length=8, window=4.0, step=0.25, blinks="given")
+    session = Session(config, sinks=[CollectingSink()], seed=1, camera="neon")
+    rows = session.keep_feature_rows()
+    relay = NeonRelay(session, ReplayDevice(eyestates(rec), events))
+    relay.device.relay = relay
+    relay.run()
+    session.flush()
+    blink_rate = np.concatenate([r.values for r in rows])[:, 27]
+    assert blink_rate.max() > 0  # the device's blinks reached the windows
+    assert session.counters.received == len(rec.gaze)
+
+
+def test_a_clock_going_back_restarts_the_windows():
+    rec = generate(duration=50.0, rate=200.0, seed=4, fov_deg=(103.0, 77.0)).recording
+    data = eyestates(rec)
+    half = len(data) // 2
+    back = [d._replace(timestamp_unix_seconds=d.timestamp_unix_seconds - 1000.0) for d in data[half:]]
+    session = Session(SessionConfig(chunk_length=8, window=4.0, step=0.25), seed=1, camera="neon")
+    relay = NeonRelay(session, ReplayDevice(data[:half] + back))
+    relay.device.relay = relay
+    relay.run()
+    assert session.counters.restarts == 1 and session.counters.late == 0

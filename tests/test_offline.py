@@ -15,17 +15,24 @@ import pytest
 
 from streamdp import InputError, StreamdpError
 from streamdp.cli import main
+from streamdp.config import SessionConfig
 from streamdp.offline.evaluate import (
+    EVALUATE_MECHANISMS,
+    LabelledRecording,
     lopo_splits,
     make_classifier,
     read_manifest,
     reid_split,
     reidentification,
+    sanitize,
     task_classification,
 )
 from streamdp.offline.replay import ReplayConfig, replay
+from streamdp.privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
 from streamdp.readers import read_recording
 from streamdp.schema import FEATURE_NAMES
+from streamdp.session import Session
+from streamdp.sinks import CollectingSink
 from streamdp.synthetic import generate
 
 from .live_harness import live
@@ -73,13 +80,36 @@ def test_replay_gives_the_bytes_the_relay_publishes(tmp_path, recordings):
     packed = [msgpack.packb(m, use_bin_type=True) for m in stored]
     # the relay, with the seed replay gave this recording, on the same gaze through Capture's API
     payloads = []
-    with live(read_recording(recordings[0]), CONFIG.pipeline(11)) as (_, _, sub):
+    with live(read_recording(recordings[0]), CONFIG, seed=11) as (_, _, sub):
         while len(payloads) < len(packed) - 1 and sub.poll(10_000):
             topic, payload = sub.recv_multipart()
             if topic.startswith(b"streamdp.features."):
                 payloads.append(payload)
     assert len(payloads) >= len(packed) - 1 >= 3  # the relay holds back its last 50 ms
     assert payloads == packed[: len(payloads)]
+
+
+def test_replay_ledger_states_the_session_configuration(tmp_path, recordings):
+    replay(recordings[:1], tmp_path / "out", CONFIG, jobs=1, progress=False)
+    ledger = json.loads((tmp_path / "out" / "rec0.ledger.json").read_text())
+    summary = json.loads((tmp_path / "out" / "replay.json").read_text())
+    assert ledger["config"] == summary["config"] == json.loads(json.dumps(CONFIG.describe()))
+    assert ledger["config"]["chunk_length"] == 32 and ledger["config"]["camera"] == "auto"
+
+
+def test_replay_runs_without_tqdm(tmp_path, recordings, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # an absent optional extra: importing it fails
+    results = replay(recordings[:1], tmp_path / "out", CONFIG, jobs=1, progress=True)
+    assert results[0].chunks == 4
+
+
+def test_the_offline_modules_import_no_optional_extra():
+    code = (
+        "import sys, streamdp.offline.replay, streamdp.offline.evaluate; "
+        "print(sorted(m for m in ('sklearn', 'matplotlib', 'tqdm', 'pandas', 'distributed') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_replay_is_reproducible_and_recordings_never_share_noise(tmp_path, recordings):
@@ -171,6 +201,53 @@ def test_interrupted_replay_leaves_nothing_half_written(tmp_path):
 
 
 # ---------------------------------------------------------------- evaluation
+
+
+@pytest.fixture(scope="module")
+def labelled():
+    from streamdp.offline.evaluate import feature_signals
+
+    rec = generate(duration=80.0, rate=120.0, seed=3).recording
+    (lab,) = feature_signals([(rec, "P0", "reading")])
+    return rec, lab
+
+
+def test_evaluate_offers_the_registered_mechanisms():
+    assert EVALUATE_MECHANISMS == ("none", *MECHANISMS, *OFFLINE_MECHANISMS)
+    with pytest.raises(ValueError, match=r"mechanism must be one of none, .*fpa, got 'dfcpa'"):
+        sanitize([], "dfcpa", 1.0, 32, 0)
+
+
+@pytest.mark.parametrize("mechanism", list(MECHANISMS))
+def test_sanitizing_is_the_session_core_chunk_by_chunk(labelled, mechanism):
+    """Features computed once, then sanitized by the configuration's chunk privatizer: the same
+    releases as a whole session on the recording with the same seed."""
+    rec, lab = labelled
+    (out,) = sanitize([lab], mechanism, 2.0, 32, seed=7)
+    sink = CollectingSink()
+    config = SessionConfig(mechanism=mechanism, epsilon=2.0, chunk_length=32)
+    Session.for_recording(config, rec, sinks=[sink], seed=7).run(rec)
+    np.testing.assert_array_equal(out.noisy, np.concatenate([r.values for r in sink.releases]))
+    np.testing.assert_array_equal(out.clean, lab.features[: len(out.noisy)])
+    assert len(out.noisy) == 32 * (len(lab.features) // 32) > 0
+
+
+def test_no_noise_and_offline_fpa_take_the_same_chunked_steps(labelled):
+    _, lab = labelled
+    (none,) = sanitize([lab], "none", 0.0, 32, seed=0)
+    (fpa,) = sanitize([lab], "fpa", 1.0, 32, seed=0)
+    np.testing.assert_array_equal(none.noisy, none.clean)
+    np.testing.assert_array_equal(fpa.clean, none.clean)
+    assert fpa.noisy.shape == none.clean.shape and not np.array_equal(fpa.noisy, fpa.clean)
+
+
+def test_a_chunk_never_spans_a_gap_in_the_steps():
+    rng = np.random.default_rng(0)
+    t = np.concatenate([np.arange(40) * 0.5, 100.0 + np.arange(40) * 0.5])  # two segments of 40 steps
+    lab = LabelledRecording("r", "P0", "read", rng.uniform(0, 1, (80, 52)), t)
+    for mechanism in ("none", "dcfpa", "fpa"):
+        (out,) = sanitize([lab], mechanism, 1.0, 32, seed=0)
+        np.testing.assert_array_equal(out.clean, np.concatenate([lab.features[:32], lab.features[40:72]]))
 
 
 def test_reid_split_takes_the_first_half_of_each_recording_for_training():

@@ -8,7 +8,7 @@ from streamdp import BudgetExhausted, GazeBatch
 from streamdp.pipeline import FeaturePipeline, PrivatePipeline
 from streamdp.privacy import dcfpa, default_profile, make_mechanism, secure_generator
 from streamdp.privacy.accountant import PrivacyUnit
-from streamdp.privacy.release import PrivateRelease
+from streamdp.privacy.release import PrivateRelease, is_sealed
 from streamdp.synthetic import generate
 
 REC = generate(duration=100.0, rate=100.0, seed=3).recording
@@ -70,9 +70,18 @@ def test_session_budget_reached_mid_session_stops_releases():
         pipe.update(more)
 
 
-def test_a_release_cannot_be_made_outside_a_mechanism():
-    with pytest.raises(TypeError, match="made only by a mechanism"):
+def test_a_release_cannot_be_made_outside_the_privatizer():
+    with pytest.raises(TypeError, match="made only by the privatizer"):
         PrivateRelease(np.zeros(32), np.zeros((32, 52)), ("a",), {}, 0.0)
+
+
+def test_releases_are_read_only_and_sealed():
+    r = _run()[0]
+    assert is_sealed(r)
+    with pytest.raises(ValueError, match="read-only"):
+        r.values[0, 0] = 0.0
+    with pytest.raises(TypeError):
+        r.ledger["epsilon_spent"] = 0.0
 
 
 def test_release_message_packs_with_msgpack_and_round_trips():

@@ -340,7 +340,7 @@ def test_folder_that_is_no_recording(tmp_path):
 
 
 def test_blink_pairing_rules():
-    from streamdp.pupil_datum import BlinkPairing
+    from streamdp.pupil_wire import BlinkPairing
 
     p = BlinkPairing()
     assert p.add({"type": "offset", "timestamp": 1.0}, "d") is None  # offset without onset: ignored

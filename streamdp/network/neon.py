@@ -1,10 +1,17 @@
 """Neon and Invisible live, through ``pupil-labs-realtime-api`` (``pip install 'streamdp[neon]'``).
 
-Gaze arrives in scene-camera pixels with a ``worn`` flag and a Unix timestamp; Neon's
-``EyestateGazeData`` also carries both pupil diameters (mm). streamdp normalizes the position by
-the scene camera size with the origin at the bottom left (as Pupil Core's ``norm_pos``), marks
-unworn samples invalid, averages the two diameters, and takes blinks from the device's eye events
-when it sends them (``BlinkEventData``, event type 4).
+The Neon relay is an I/O shell around a :class:`~streamdp.session.Session`, like the Capture
+relay: it reads the device's datums, decodes them into columns and hands them to the session,
+whose sinks publish. Reordering, a restart when the clock goes back, and the late and invalid
+counters all come from the session.
+
+Gaze arrives in scene-camera pixels with a ``worn`` flag and a Unix timestamp. streamdp
+normalizes the position by the scene camera size with the origin at the bottom left (as Pupil
+Core's ``norm_pos``, and as :mod:`streamdp.readers.neon` does for recordings), marks unworn
+samples invalid (confidence 0), averages the two pupil diameters of ``EyestateGazeData`` (mm),
+and takes blinks from the device's eye events (``BlinkEventData``, event type 4).
+``DualMonocularGazeData`` has no combined point: its gaze is the mean of the left and right
+points.
 """
 
 from __future__ import annotations
@@ -12,123 +19,247 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
+from array import array
 from typing import Any
 
-from ..errors import BudgetExhausted, InputError
-from ..gaze import BlinkEvents, GazeBatch
-from ..pipeline import PrivatePipeline
-from ..readers.neon import INVISIBLE_SCENE_SIZE, NEON_SCENE_SIZE
-from .sink import ReleasePublisher
+import numpy as np
+
+from ..errors import InputError
+from ..gaze import BINOCULAR, BlinkEvents, GazeColumns
+from ..readers.neon import INVISIBLE_SCENE_SIZE, NEON_SCENE_SIZE, normalize_scene_pixels
+from ..session import Session, SessionCounters
 
 log = logging.getLogger(__name__)
 
 BLINK_EVENT = 4
 
 
-def neon_row(
-    datum: Any, scene_size: tuple[float, float] = NEON_SCENE_SIZE
-) -> tuple[float, float, float, float, float, bool]:
-    """(t, x, y, confidence, diameter mm, valid) of one realtime-API gaze datum."""
-    x = float(datum.x) / scene_size[0]
-    y = 1.0 - float(datum.y) / scene_size[1]
-    worn = bool(datum.worn)
-    left = getattr(datum, "pupil_diameter_left", math.nan)
-    right = getattr(datum, "pupil_diameter_right", math.nan)
-    ds = [float(d) for d in (left, right) if d is not None and math.isfinite(d) and d > 0]
-    diameter = sum(ds) / len(ds) if ds else math.nan
-    valid = worn and math.isfinite(x) and math.isfinite(y)
-    return float(datum.timestamp_unix_seconds), x, y, 1.0 if valid else 0.0, diameter, valid
+class NeonDecoder:
+    """Realtime-API gaze datums and eye events in, columns out, with no Python object kept per
+    sample: each field goes into a typed ``array.array`` column as it is read.
+
+    A datum without a usable timestamp or position fields counts in ``invalid`` and is skipped.
+
+    Examples
+    --------
+    >>> from collections import namedtuple
+    >>> Gaze = namedtuple("Gaze", "x y worn timestamp_unix_seconds")
+    >>> dec = NeonDecoder()
+    >>> dec.add_gaze(Gaze(800.0, 300.0, True, 1.7e9))
+    >>> dec.add_gaze(Gaze(0.0, 0.0, False, 1.7e9 + 0.005))
+    >>> dec.add_gaze("not a datum")
+    >>> cols, blinks = dec.take()
+    >>> cols.x.tolist(), cols.y.tolist(), cols.valid.tolist(), dec.invalid, blinks
+    ([0.5, 0.0], [0.75, 1.0], [True, False], 1, None)
+    """
+
+    def __init__(self, scene_size: tuple[float, float] = NEON_SCENE_SIZE) -> None:
+        self.scene_size = scene_size
+        self.invalid = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self._t, self._px, self._py = array("d"), array("d"), array("d")
+        self._worn = array("b")
+        self._left, self._right = array("d"), array("d")
+        self._blink_start, self._blink_end = array("d"), array("d")
+        self._had_blinks = False
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    @property
+    def span(self) -> float:
+        """Seconds between the first and the last gaze held (0 when fewer than two)."""
+        return self._t[-1] - self._t[0] if len(self._t) > 1 else 0.0
+
+    def add_gaze(self, datum: Any) -> None:
+        """One gaze datum: ``GazeData``, ``EyestateGazeData`` (and its eyelid variants), or
+        ``DualMonocularGazeData``."""
+        try:
+            t = float(datum.timestamp_unix_seconds)
+            if hasattr(datum, "x"):
+                px, py = float(datum.x), float(datum.y)
+            else:  # DualMonocularGazeData: left and right points only
+                px = 0.5 * (float(datum.left.x) + float(datum.right.x))
+                py = 0.5 * (float(datum.left.y) + float(datum.right.y))
+            worn = bool(datum.worn)
+        except (AttributeError, TypeError, ValueError):
+            self.invalid += 1
+            return
+        if not math.isfinite(t):
+            self.invalid += 1
+            return
+        left = getattr(datum, "pupil_diameter_left", None)
+        right = getattr(datum, "pupil_diameter_right", None)
+        self._t.append(t)
+        self._px.append(px)
+        self._py.append(py)
+        self._worn.append(worn)
+        self._left.append(_diameter(left))
+        self._right.append(_diameter(right))
+
+    def add_event(self, event: Any) -> None:
+        """One eye event; only blinks are kept."""
+        self._had_blinks = True
+        if getattr(event, "event_type", None) != BLINK_EVENT:
+            return
+        try:
+            start, end = event.start_time_ns * 1e-9, event.end_time_ns * 1e-9
+        except (AttributeError, TypeError):
+            self.invalid += 1
+            return
+        if not (math.isfinite(start) and math.isfinite(end) and start <= end):
+            self.invalid += 1
+            return
+        self._blink_start.append(start)
+        self._blink_end.append(end)
+
+    def take(self) -> tuple[GazeColumns, BlinkEvents | None]:
+        """The gaze decoded since the last call (arrival order) and the blinks finished since then
+        (None when no eye event arrived at all)."""
+        n = len(self._t)
+        t = np.frombuffer(self._t, dtype=np.float64) if n else np.empty(0)
+        px = np.frombuffer(self._px, dtype=np.float64) if n else np.empty(0)
+        py = np.frombuffer(self._py, dtype=np.float64) if n else np.empty(0)
+        worn = np.frombuffer(self._worn, dtype=np.int8).astype(bool) if n else np.empty(0, dtype=bool)
+        x, y = normalize_scene_pixels(px, py, self.scene_size)
+        valid = worn & np.isfinite(x) & np.isfinite(y)
+        cols = GazeColumns.from_arrays(
+            t=t,
+            x=x,
+            y=y,
+            confidence=valid.astype(np.float64),
+            diameter_mm=mean_diameter(
+                np.frombuffer(self._left, dtype=np.float64) if n else np.empty(0),
+                np.frombuffer(self._right, dtype=np.float64) if n else np.empty(0),
+            ),
+            diameter_px=np.full(n, np.nan),
+            eye_id=np.full(n, BINOCULAR, dtype=np.int8),
+            valid=valid,
+        )
+        blinks = None
+        if self._had_blinks:
+            blinks = BlinkEvents.from_arrays(np.array(self._blink_start), np.array(self._blink_end))
+        self._clear()
+        return cols, blinks
 
 
-def neon_batch(rows: list[tuple[float, float, float, float, float, bool]], source: str) -> GazeBatch:
-    rows = sorted(rows)
-    return GazeBatch.from_arrays(
-        t=[r[0] for r in rows],
-        x=[r[1] if r[5] else math.nan for r in rows],
-        y=[r[2] if r[5] else math.nan for r in rows],
-        confidence=[r[3] for r in rows],
-        diameter=[r[4] for r in rows],
-        eye_id=[2] * len(rows),
-        valid=[r[5] for r in rows],
-        diameter_unit="mm",
-        source=source,
-    )
+def _diameter(value: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
 
 
-def neon_blink(event: Any) -> tuple[float, float] | None:
-    """(start, end) in Unix seconds of a blink eye event; None for other events."""
-    if getattr(event, "event_type", None) != BLINK_EVENT:
-        return None
-    return event.start_time_ns * 1e-9, event.end_time_ns * 1e-9
+def mean_diameter(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The mean of the two pupil diameters (mm) where both are > 0, the one that is where only one
+    is, NaN where neither is.
+
+    Examples
+    --------
+    >>> mean_diameter(np.array([3.0, np.nan, 0.0]), np.array([3.4, 2.0, np.nan])).tolist()
+    [3.2, 2.0, nan]
+    """
+    ok_l = np.isfinite(left) & (left > 0)
+    ok_r = np.isfinite(right) & (right > 0)
+    total = np.where(ok_l, left, 0.0) + np.where(ok_r, right, 0.0)
+    count = ok_l.astype(np.float64) + ok_r
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
 
 
 class NeonRelay:
-    """Neon/Invisible gaze in, sanitized chunks out (the same pipeline and sink as the relay).
+    """Neon/Invisible gaze in, sanitized chunks out through ``session``'s sinks.
 
-    ``device`` is a ``pupil_labs.realtime_api.simple.Device`` (or anything with the same
-    ``receive_gaze_datum(timeout_seconds)`` and ``receive_eye_events(timeout_seconds)``).
+    Parameters
+    ----------
+    session : Session
+        The private session (its sinks: typically a
+        :class:`~streamdp.network.sink.ReleasePublisher`).
+    device : object
+        A ``pupil_labs.realtime_api.simple.Device``, or anything with the same
+        ``receive_gaze_datum(timeout_seconds)`` and ``receive_eye_events(timeout_seconds)``.
+        Closed by :meth:`run` when it stops, if it has ``close()``.
+    invisible : bool
+        Invisible's scene camera size instead of Neon's.
+    batch_seconds : float
+        Gaze is handed to the session every this many seconds of device time (and whenever
+        the device has nothing more to give).
+
+    Raises
+    ------
+    TypeError
+        ``session`` is not a :class:`~streamdp.session.Session`.
+    ValueError
+        The session's configuration leaves the camera to the source (``camera="auto"``) but the
+        session was built for another camera than the device's: build it with
+        ``Session(config, camera="neon")`` (or ``"invisible"``), so that live and recorded Neon
+        gaze give the same features.
     """
 
-    def __init__(
-        self,
-        pipeline: PrivatePipeline,
-        sink: ReleasePublisher,
-        device: Any,
-        *,
-        invisible: bool = False,
-        batch_seconds: float = 0.02,
-    ) -> None:
-        self.pipeline = pipeline
-        self.sink = sink
+    def __init__(self, session: Session, device: Any, *, invisible: bool = False, batch_seconds: float = 0.02) -> None:
+        if not isinstance(session, Session):
+            raise TypeError(f"session must be a Session, got {type(session).__name__}")
+        camera = "invisible" if invisible else "neon"
+        if session.config.camera == "auto" and session.camera != camera:
+            raise ValueError(
+                f"the session's scene camera is {session.camera!r} but the device is a {camera}: "
+                f"build it with Session(config, camera={camera!r})"
+            )
+        self.session = session
         self.device = device
-        self.scene_size = INVISIBLE_SCENE_SIZE if invisible else NEON_SCENE_SIZE
+        self.decoder = NeonDecoder(INVISIBLE_SCENE_SIZE if invisible else NEON_SCENE_SIZE)
         self.batch_seconds = batch_seconds
         self._stop = threading.Event()
-        self.released = 0
-        self._last_t = -math.inf
-        self._blinks_on = pipeline.features.event_config.blink_source == "given"
+        self._blinks_on = session.config.blinks == "given"
+
+    @property
+    def counters(self) -> SessionCounters:
+        return self.session.counters
+
+    @property
+    def released(self) -> int:
+        return self.session.counters.released
 
     def stop(self) -> None:
+        """Ask the loop to end after the datum in hand (thread- and signal-safe)."""
         self._stop.set()
 
-    def run(self, on_release: Callable[[Any], None] | None = None) -> int:
-        rows: list[tuple[float, float, float, float, float, bool]] = []
-        blinks: list[tuple[float, float]] = []
-        while not self._stop.is_set():
-            datum = self.device.receive_gaze_datum(timeout_seconds=0.5)
-            if datum is not None:
-                rows.append(neon_row(datum, self.scene_size))
-            if self._blinks_on:
-                event = self.device.receive_eye_events(timeout_seconds=0.0)
-                blink = neon_blink(event) if event is not None else None
-                if blink is not None:
-                    blinks.append(blink)
-            if rows and (datum is None or rows[-1][0] - rows[0][0] >= self.batch_seconds):
-                fresh = [r for r in rows if r[0] >= self._last_t]
-                rows = []
-                if not fresh:
-                    continue
-                batch = neon_batch(fresh, "Neon realtime API")
-                self._last_t = float(batch.t[-1])
-                given = (
-                    BlinkEvents.from_arrays([b[0] for b in blinks], [b[1] for b in blinks]) if self._blinks_on else None
-                )
-                blinks = []
-                try:
-                    releases = self.pipeline.update(batch, given)
-                except BudgetExhausted:
-                    releases = []
-                for rel in releases:
-                    self.sink.publish(rel)
-                    self.released += 1
-                    if on_release is not None:
-                        on_release(rel)
-        return self.released
+    def run(self) -> SessionCounters:
+        """Relay until :meth:`stop`, then close the device. Returns the counters."""
+        try:
+            while not self._stop.is_set():
+                datum = self.device.receive_gaze_datum(timeout_seconds=0.5)
+                if datum is not None:
+                    self.decoder.add_gaze(datum)
+                if self._blinks_on:
+                    event = self.device.receive_eye_events(timeout_seconds=0.0)
+                    if event is not None:
+                        self.decoder.add_event(event)
+                if len(self.decoder) and (datum is None or self.decoder.span >= self.batch_seconds):
+                    self.feed()
+        finally:
+            close = getattr(self.device, "close", None)
+            if callable(close):
+                close()
+            log.info("Neon relay stopped: %s", self.counters)
+        return self.counters
+
+    def feed(self) -> None:
+        """Hand what was decoded to the session."""
+        cols, blinks = self.decoder.take()
+        invalid, self.decoder.invalid = self.decoder.invalid, 0
+        self.session.receive(cols, blinks, invalid=invalid)
 
 
 def connect_device(address: str | None) -> Any:
-    """A realtime-API device: discovered on the network, or at ``host[:port]``."""
+    """A realtime-API device: discovered on the network, or at ``host[:port]``.
+
+    Raises
+    ------
+    InputError
+        The ``neon`` extra is not installed, or no device was found.
+    """
     try:
         from pupil_labs.realtime_api.simple import Device, discover_one_device
     except ImportError:

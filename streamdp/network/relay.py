@@ -1,21 +1,22 @@
 """``streamdp relay``: Pupil Capture's gaze in, sanitized chunks out.
 
-The relay asks Pupil Remote for the backbone's ``SUB_PORT``, subscribes to gaze (and to blinks
-when the pipeline takes the source's blinks), runs the private pipeline and publishes every
-release on its own socket (and, optionally, onto Capture's backbone so that Capture records it).
+The relay is an I/O shell around a :class:`~streamdp.session.Session`: it asks Pupil Remote for
+the backbone's ``SUB_PORT``, subscribes to gaze (and to blinks when the session takes the
+source's blinks), hands every message to the session as it arrives and lets the session's sinks
+publish (its own socket and, optionally, Capture's backbone).
 
 Robustness, each case counted and logged:
 
 - malformed frames (not msgpack, not a dict) and datums with missing or wrongly typed fields are
-  skipped (``malformed``, ``invalid``);
-- Capture publishes monocular and binocular gaze interleaved, a few ms out of order: a reorder
-  buffer of ``reorder_window`` seconds sorts them; anything older than what was already fed is
-  dropped (``late``);
+  skipped by the session's decoder (``malformed``, ``invalid``);
+- Capture publishes monocular and binocular gaze interleaved, out of order: the session's reorder
+  buffer sorts them; anything older than what was already fed is dropped (``late``);
 - Capture going silent is checked with Pupil Remote's ``t``; when it does not answer the relay
   reconnects and starts a new segment (``reconnects``): windows have a gap, nothing is invented
   across it. A clock that jumps backwards (Capture restarted, or ``T`` was sent) does the same
   (``restarts``);
-- slow or vanished subscribers cost bounded memory (see :class:`ReleasePublisher`);
+- slow or vanished subscribers cost bounded memory (see
+  :class:`~streamdp.network.sink.ReleasePublisher`);
 - :meth:`Relay.stop` (SIGINT/SIGTERM in the CLI) ends the loop between two batches: a chunk is
   released whole or not at all.
 """
@@ -26,98 +27,112 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 import msgpack
 import zmq
 
-from ..errors import BudgetExhausted, InputError
-from ..gaze import BlinkEvents
-from ..pipeline import PrivatePipeline
-from ..pupil_datum import BlinkPairing, Row, gaze_batch, gaze_row
-from ..stages.reorder import ReorderBuffer
-from .sink import ReleasePublisher, backbone_publisher
+from ..privacy.release import PrivateRelease, check_sealed
+from ..session import Session, SessionCounters
+from ..status import SessionStatus, StatusEvent
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RelayCounters:
-    received: int = 0
-    malformed: int = 0
-    invalid: int = 0
-    late: int = 0
-    released: int = 0
-    dropped_steps: int = 0
-    reconnects: int = 0
-    restarts: int = 0
-    epsilon_spent: float = 0.0
-    budget_exhausted: bool = False
 
 
 class RemoteUnavailable(Exception):
     """Pupil Remote did not answer in time."""
 
 
+class BackboneSink:
+    """Releases onto Capture's IPC backbone (its ``PUB_PORT``), where apps on the backbone see
+    them. Capture's recorder does not record what another process publishes: to record releases
+    with a recording, run the Capture plugin instead."""
+
+    def __init__(self) -> None:
+        self._socket: zmq.Socket | None = None
+        self._pack = msgpack.Packer(use_bin_type=True).pack
+
+    def connect(self, context: zmq.Context, host: str, pub_port: int) -> None:
+        self.close()
+        sock = context.socket(zmq.PUB)
+        sock.linger = 0
+        sock.sndhwm = 1000
+        sock.connect(f"tcp://{host}:{pub_port}")
+        self._socket = sock
+
+    def publish(self, release: PrivateRelease) -> None:
+        check_sealed(release)
+        if self._socket is not None:
+            self._socket.send_multipart([release.topic.encode(), self._pack(release.to_message())])
+
+    def publish_status(self, status: SessionStatus) -> None:
+        if not isinstance(status, SessionStatus):
+            raise TypeError(f"status must be a SessionStatus, got {type(status).__name__}")
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close(linger=0)
+            self._socket = None
+
+
 class Relay:
-    """Runs ``pipeline`` on the gaze of the Capture at ``remote`` and publishes through ``sink``.
+    """Feeds the gaze of the Capture at ``remote`` into ``session``; the session's sinks publish.
 
     Parameters
     ----------
-    pipeline : PrivatePipeline
-    sink : ReleasePublisher
+    session : Session
+        The private session (its sinks: typically a
+        :class:`~streamdp.network.sink.ReleasePublisher`).
     remote : str
         Pupil Remote's address (Capture's default ``tcp://127.0.0.1:50020``).
     to_backbone : bool
-        Also publish releases onto Capture's backbone, where its recorder saves them.
-    reorder_window : float
-        Seconds of gaze held back to put interleaved datums in time order.
+        Also publish releases onto Capture's backbone.
     heartbeat : float
-        Seconds without gaze after which Pupil Remote is asked for the time.
+        Seconds without gaze after which Pupil Remote is asked whether Capture is still there.
     timeout : float
         Seconds Pupil Remote has to answer.
+    status_interval : float
+        Seconds between status messages.
     """
 
     def __init__(
         self,
-        pipeline: PrivatePipeline,
-        sink: ReleasePublisher,
+        session: Session,
         *,
         remote: str = "tcp://127.0.0.1:50020",
         to_backbone: bool = False,
-        reorder_window: float = 0.05,
         heartbeat: float = 1.0,
         timeout: float = 1.0,
         status_interval: float = 10.0,
         context: zmq.Context | None = None,
     ) -> None:
-        self.pipeline = pipeline
-        self.sink = sink
+        if not isinstance(session, Session):
+            raise TypeError(f"session must be a Session, got {type(session).__name__}")
+        self.session = session
         self.remote = remote
         self.host = urlsplit(remote).hostname or "127.0.0.1"
-        self.to_backbone = to_backbone
-        self.reorder_window = reorder_window
         self.heartbeat = heartbeat
         self.timeout = timeout
         self.status_interval = status_interval
-        self.counters = RelayCounters()
         self._ctx = context or zmq.Context.instance()
         self._stop = threading.Event()
         self.connected = threading.Event()
         self._req: zmq.Socket | None = None
         self._sub: zmq.Socket | None = None
         self._sub_port = 0
-        self._backbone: zmq.Socket | None = None
-        self._order = ReorderBuffer(reorder_window)
-        self._blinks_on = pipeline.features.event_config.blink_source == "given"
-        self._pairing = BlinkPairing()
-        self._blinks: list[tuple[float, float]] = []
-        self._unpack_opts: dict[str, Any] = {"raw": False, "strict_map_key": False, "use_list": True}
+        self._backbone: BackboneSink | None = None
+        if to_backbone:
+            self._backbone = BackboneSink()
+            session.sinks.append(self._backbone)
+        self._publishers = [s for s in session.sinks if hasattr(s, "poll_subscriptions")]
         #: called with each release and the monotonic time its last gaze message was received
-        self.on_release: Callable[[Any, float], None] | None = None
+        self.on_release: Callable[[PrivateRelease, float], None] | None = None
         self._batch_received = 0.0
+        session.on_release = self._released
+
+    @property
+    def counters(self) -> SessionCounters:
+        return self.session.counters
 
     # ---------------------------------------------------------------- control
 
@@ -125,12 +140,11 @@ class Relay:
         """Ask the loop to end after the batch in hand (thread- and signal-safe)."""
         self._stop.set()
 
-    def status(self, message: str = "") -> dict[str, Any]:
-        out: dict[str, Any] = asdict(self.counters)
-        out["mechanism"] = self.pipeline.privatizer.mechanism.name
-        out["subscribers"] = self.sink.subscriptions
-        out["message"] = message
-        return out
+    def subscribers(self) -> int:
+        return sum(p.poll_subscriptions() for p in self._publishers)
+
+    def status(self, event: StatusEvent = StatusEvent.RUNNING) -> SessionStatus:
+        return self.session.status(event, self.subscribers())
 
     # ---------------------------------------------------------------- Pupil Remote
 
@@ -154,25 +168,27 @@ class Relay:
         sub.rcvhwm = 100_000  # ~8 min of 200 Hz gaze + pupil datums: bounded, and never hit when keeping up
         sub.connect(f"tcp://{self.host}:{sub_port}")
         sub.setsockopt_string(zmq.SUBSCRIBE, "gaze.")
-        if self._blinks_on:
+        if self.session.config.blinks == "given":
             sub.setsockopt_string(zmq.SUBSCRIBE, "blinks")
         self._sub = sub
         self._sub_port = sub_port
-        if self.to_backbone:
-            self._backbone = backbone_publisher(self._ctx, self.host, pub_port)
+        if self._backbone is not None:
+            self._backbone.connect(self._ctx, self.host, pub_port)
         self.connected.set()
         log.info("connected to Pupil Capture at %s (SUB_PORT %d, PUB_PORT %d)", self.remote, sub_port, pub_port)
 
     def _disconnect(self) -> None:
         self.connected.clear()
-        for s in (self._sub, self._backbone, self._req):
+        for s in (self._sub, self._req):
             if s is not None:
                 s.close(linger=0)
-        self._sub = self._backbone = self._req = None
+        self._sub = self._req = None
+        if self._backbone is not None:
+            self._backbone.close()
 
     # ---------------------------------------------------------------- the loop
 
-    def run(self) -> RelayCounters:
+    def run(self) -> SessionCounters:
         """Relay until :meth:`stop`. Returns the counters."""
         backoff = 0.1
         last_status = time.monotonic()
@@ -193,14 +209,14 @@ class Relay:
                     self._drain()
                 elif not self._stop.is_set():
                     self._check_alive()
-                self.sink.poll_subscriptions()
                 if time.monotonic() - last_status > self.status_interval:
                     last_status = time.monotonic()
-                    self.sink.publish_status(self.status())
-                    log.info("relay: %s", self.status())
+                    status = self.session.publish_status(StatusEvent.RUNNING, self.subscribers())
+                    log.info("relay: %s", status)
         finally:
             self._disconnect()
-            log.info("relay stopped: %s", asdict(self.counters))
+            self.session.publish_status(StatusEvent.STOPPED, self.subscribers())
+            log.info("relay stopped: %s", self.counters)
         return self.counters
 
     def _check_alive(self) -> None:
@@ -210,106 +226,26 @@ class Relay:
             port = int(self._request("SUB_PORT"))
         except (RemoteUnavailable, ValueError) as exc:
             log.warning("%s: reconnecting, the feature windows restart", exc)
-            self.counters.reconnects += 1
+            self.session.restart(StatusEvent.RECONNECTING)
         else:
             if port == self._sub_port:
                 return
             log.warning("Pupil Capture restarted (SUB_PORT %d, was %d): new segment", port, self._sub_port)
-            self.counters.restarts += 1
-        self._restart_stream()
+            self.session.restart(StatusEvent.CAPTURE_RESTARTED)
         self._disconnect()
 
     def _drain(self, limit: int = 20_000) -> None:
         assert self._sub is not None
-        rows: list[Row] = []
+        recv = self._sub.recv_multipart
+        frames: list[list[bytes]] = []
         for _ in range(limit):
             try:
-                frames = self._sub.recv_multipart(zmq.NOBLOCK)
+                frames.append(recv(zmq.NOBLOCK))
             except zmq.Again:
                 break
-            self.counters.received += 1
-            self._decode(frames, rows)
         self._batch_received = time.monotonic()
-        if rows:
-            self._ingest(rows)
+        self.session.receive_frames(frames)
 
-    def _decode(self, frames: list[bytes], rows: list[Row]) -> None:
-        try:
-            topic = frames[0]
-            datum = msgpack.unpackb(frames[1], **self._unpack_opts)
-        except (IndexError, ValueError, TypeError, msgpack.UnpackException):
-            self.counters.malformed += 1
-            log.debug("skipped a malformed backbone frame")
-            return
-        if not isinstance(datum, dict):
-            self.counters.malformed += 1
-            return
-        if topic.startswith(b"blinks"):
-            self._blink(datum)
-            return
-        try:
-            rows.append(gaze_row(datum, "gaze datum"))
-        except InputError as exc:
-            self.counters.invalid += 1
-            log.debug("skipped %s", exc)
-
-    def _blink(self, datum: dict[str, Any]) -> None:
-        try:
-            blink = self._pairing.add(datum, "blinks datum")
-        except InputError:
-            self.counters.invalid += 1
-            return
-        if blink is not None:
-            self._blinks.append(blink)
-
-    def _ingest(self, rows: list[Row]) -> None:
-        if self._order.clock_went_back(rows):
-            log.warning(
-                "Pupil time went back to %.3f (fed until %.3f): new segment", rows[0][0], self._order.released_until
-            )
-            self.counters.restarts += 1
-            self._restart_stream()
-        fresh = self._order.push(rows)
-        self.counters.late = self._order.late
-        if fresh:
-            self._feed(fresh)
-
-    def _feed(self, rows: list[Row]) -> None:
-        batch = gaze_batch(rows, f"Capture at {self.remote}", unit="mm", sort=False)
-        blinks = None
-        if self._blinks_on:
-            blinks = BlinkEvents.from_arrays([b[0] for b in self._blinks], [b[1] for b in self._blinks])
-            self._blinks = []
-        try:
-            releases = self.pipeline.update(batch, blinks)
-        except BudgetExhausted:
-            releases = []
-        self._publish(releases)
-
-    def _publish(self, releases: list[Any]) -> None:
-        for rel in releases:
-            if self.on_release is not None:
-                self.on_release(rel, self._batch_received)
-            self.sink.publish(rel)
-            if self._backbone is not None:
-                self._backbone.send_multipart([rel.topic.encode(), msgpack.packb(rel.to_message(), use_bin_type=True)])
-            self.counters.released += 1
-            self.counters.epsilon_spent = float(rel.ledger["epsilon_spent"])
-        priv = self.pipeline.privatizer
-        if priv.exhausted and not self.counters.budget_exhausted:
-            self.counters.budget_exhausted = True
-            log.error("%s", priv.exhausted_message)
-            self.sink.publish_status(self.status(priv.exhausted_message or "budget exhausted"))
-        self.counters.dropped_steps = self.pipeline.chunker.dropped_steps
-
-    def _restart_stream(self) -> None:
-        """Finish what the held data allow, then start a new segment with the next gaze."""
-        fresh = self._order.drain()
-        if fresh:
-            self._feed(fresh)
-        try:
-            self._publish(self.pipeline.restart())
-        except BudgetExhausted:
-            pass
-        self._order.reset()
-        self._pairing = BlinkPairing()
+    def _released(self, release: PrivateRelease) -> None:
+        if self.on_release is not None:
+            self.on_release(release, self._batch_received)

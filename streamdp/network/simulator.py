@@ -8,10 +8,11 @@ What it serves, as Capture does (DESIGN.md §2):
   request is forwarded onto the backbone ("Notification received").
 - **The IPC backbone**: an XSUB socket apps publish into (``PUB_PORT``) and an XPUB socket apps
   subscribe to (``SUB_PORT``), with everything published forwarded to the subscribers.
-- **Datums** with Capture's topics, field names and types: ``gaze.3d.01.`` (binocular) or
-  ``gaze.3d.<eye>.``, ``pupil.<eye>.3d`` for each eye, and ``blinks`` onset/offset datums. Frames
-  are ``[topic (UTF-8), msgpack(datum, use_bin_type=True)]``; eye-keyed maps have int keys, which
-  is why subscribers decode with ``strict_map_key=False``.
+- **Datums** with Capture's topics, field names and types, encoded by
+  :mod:`streamdp.pupil_wire` (the module the relay decodes with): ``gaze.3d.01.`` (binocular) or
+  ``gaze.3d.<eye>.`` with ``pupil.<eye>.3d`` for each eye, ``gaze.2d.*``/``pupil.<eye>.2d`` for a
+  recording whose diameters are in px, and ``blinks`` onset/offset datums. Frames are
+  ``[topic (UTF-8), msgpack(datum, use_bin_type=True)]``.
 
 Pacing: ``speed=1`` plays at real time, ``speed=10`` ten times faster, ``speed=0`` as fast as the
 sockets take it (for tests and the demo). With ``wait_for_subscriber`` nothing is published before
@@ -23,15 +24,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
-import numpy as np
 import zmq
 
-from ..gaze import BINOCULAR, Recording
+from ..gaze import Recording
+from ..pupil_wire import encode, recording_datums
 
 log = logging.getLogger(__name__)
 
@@ -44,67 +44,6 @@ class SimulatorPorts:
     remote: int
     sub: int
     pub: int
-
-
-def _pupil_datum(eye: int, t: float, conf: float, x: float, y: float, diameter: float, unit: str) -> dict[str, Any]:
-    datum: dict[str, Any] = {
-        "topic": f"pupil.{eye}.3d",
-        "id": eye,
-        "method": "pye3d 0.3.0 real-time",
-        "timestamp": t,
-        "confidence": conf,
-        # the eye camera sees the pupil mirrored and offset; a plausible position, not the gaze
-        "norm_pos": [0.5 + 0.3 * (x - 0.5), 0.5 - 0.3 * (y - 0.5)],
-    }
-    if np.isfinite(diameter):
-        if unit == "mm":
-            datum["diameter_3d"] = diameter
-        else:
-            datum["diameter"] = diameter
-    return datum
-
-
-def gaze_datums(recording: Recording) -> Iterator[dict[str, Any]]:
-    """Every datum the recording yields, in time order, as Capture would publish it: each gaze
-    sample as ``gaze.3d.01.`` (or its eye's topic) followed by one ``pupil.<eye>.3d`` datum per
-    eye, and the recording's blinks as ``blinks`` onset/offset datums."""
-    g = recording.gaze
-    blinks: list[tuple[float, str]] = []
-    if recording.blinks is not None:
-        for s, e in zip(recording.blinks.start.tolist(), recording.blinks.end.tolist(), strict=True):
-            blinks.extend(((s, "onset"), (e, "offset")))
-        blinks.sort()
-    bi = 0
-    unit = g.diameter_unit
-    for t, x, y, c, d, eye, valid in zip(
-        g.t.tolist(),
-        g.x.tolist(),
-        g.y.tolist(),
-        g.confidence.tolist(),
-        g.diameter.tolist(),
-        g.eye_id.tolist(),
-        g.valid.tolist(),
-        strict=True,
-    ):
-        while bi < len(blinks) and blinks[bi][0] <= t:
-            bt, kind = blinks[bi]
-            yield {"topic": "blinks", "type": kind, "timestamp": bt, "confidence": 0.9, "base_data": []}
-            bi += 1
-        if not valid:
-            continue  # Capture publishes no gaze where it has none
-        eyes = (0, 1) if eye in (BINOCULAR, -1) else (int(eye),)
-        base = [_pupil_datum(e, t, c, x, y, d, unit) for e in eyes]
-        yield {
-            "topic": "gaze.3d.01." if len(eyes) == 2 else f"gaze.3d.{eyes[0]}.",
-            "norm_pos": [x, y],
-            "confidence": c,
-            "timestamp": t,
-            "base_data": base,
-            "gaze_point_3d": [(x - 0.5) * 600.0, (0.5 - y) * 400.0, 500.0],
-            "eye_centers_3d": {0: [20.0, 15.0, -20.0], 1: [-40.0, 15.0, -20.0]},
-            "gaze_normals_3d": {0: [0.0, 0.0, 1.0], 1: [0.0, 0.0, 1.0]},
-        }
-        yield from base
 
 
 def _shifted(datum: dict[str, Any], shift: float) -> dict[str, Any]:
@@ -328,7 +267,7 @@ class CaptureSimulator:
         start_wall = time.monotonic()
         t0 = float(self.recording.gaze.t[0])
         pack = msgpack.Packer(use_bin_type=True).pack
-        for datum in gaze_datums(self.recording):
+        for datum in recording_datums(self.recording):
             if self._stop.is_set():
                 return
             t = datum["timestamp"]
@@ -339,8 +278,7 @@ class CaptureSimulator:
             with self._clock_lock:
                 shift = self._shift  # read per datum: `T <time>` applies from the next one on
                 self._pupil_time = t + shift
-            out = _shifted(datum, shift)
-            frames = [out["topic"].encode(), pack(out)]
+            frames = encode(_shifted(datum, shift), pack)
             while True:  # a full queue must not keep a stopping simulator from stopping
                 try:
                     push.send_multipart(frames)

@@ -24,23 +24,29 @@ from __future__ import annotations
 import csv
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..config import SessionConfig
 from ..errors import InputError
 from ..gaze import Recording
-from ..pipeline import FeaturePipeline
-from ..privacy import WholeSignalFPA, default_profile, make_mechanism, secure_generator
+from ..privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
 from ..privacy.utility import mean_utility
+from ..stages.chunker import Chunker
+from ..stages.features import FeatureRows
 
 log = logging.getLogger(__name__)
 
 CLASSIFIERS = ("knn", "svm", "tree", "forest")
+#: what a grid point may name: no noise, a streaming mechanism of the registry, or an offline one
+EVALUATE_MECHANISMS: tuple[str, ...] = ("none", *MECHANISMS, *OFFLINE_MECHANISMS)
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class LabelledRecording:
     participant: str
     task: str
     features: NDArray[np.float64]  # (steps, 52), unsanitized
+    #: step times (steps,); None: consecutive steps of the configured step
+    t: NDArray[np.float64] | None = None
 
 
 def read_manifest(path: str | Path) -> list[tuple[Path, str, str]]:
@@ -94,38 +102,73 @@ def synthetic_study(people: int = 6, seconds: float = 240.0, seed: int = 0) -> l
     return out
 
 
-def feature_signals(items: Sequence[tuple[Recording, str, str]]) -> list[LabelledRecording]:
+def feature_signals(
+    items: Sequence[tuple[Recording, str, str]], config: SessionConfig | None = None
+) -> list[LabelledRecording]:
+    """Each recording's unsanitized feature rows, computed once (with ``config``'s window, event
+    thresholds and camera; default :class:`SessionConfig`), to be sanitized many ways."""
+    cfg = config or SessionConfig()
     out = []
     for rec, participant, task in items:
-        rows = FeaturePipeline().run(rec)
+        rows = cfg.feature_pipeline(rec.camera).run(rec)
         if len(rows) < 20:
             log.warning("skipped %s: only %d feature steps", rec.name, len(rows))
             continue
-        out.append(LabelledRecording(rec.name, participant, task, rows.values))
+        out.append(LabelledRecording(rec.name, participant, task, rows.values, rows.t))
     return out
 
 
+class Sanitized(NamedTuple):
+    """One recording's released steps: their unsanitized rows and what the mechanism made."""
+
+    clean: NDArray[np.float64]
+    noisy: NDArray[np.float64]
+
+
 def sanitize(
-    recs: Sequence[LabelledRecording], mechanism: str, epsilon: float, n: int, seed: int
-) -> list[NDArray[np.float64]]:
-    """Each recording's signal through the mechanism ('none' returns it unchanged; 'fpa' runs on
-    the whole signal, others chunk by chunk; a trailing partial chunk is dropped, as live)."""
-    bounds = default_profile()
+    recs: Sequence[LabelledRecording],
+    mechanism: str,
+    epsilon: float,
+    n: int,
+    seed: int,
+    config: SessionConfig | None = None,
+) -> list[Sanitized]:
+    """Each recording's rows through the chunk privatizer of the session configuration with
+    ``mechanism``, ``epsilon`` and chunk length ``n`` (chunker, mechanism and accountant, as live;
+    the i-th recording seeded ``seed + i``). Chunks hold consecutive steps only and a partial chunk
+    is dropped, as live. Two special cases: ``"none"`` returns the chunked rows unchanged, and an
+    offline mechanism (``"fpa"``) perturbs the chunked rows as one whole signal.
+
+    Raises
+    ------
+    ValueError
+        ``mechanism`` is none of :data:`EVALUATE_MECHANISMS`; a parameter out of range.
+    TypeError
+        A parameter of the wrong type.
+    """
+    if mechanism not in EVALUATE_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {', '.join(EVALUATE_MECHANISMS)}, got {mechanism!r}")
+    base = config or SessionConfig()
+    streaming = mechanism in MECHANISMS
+    cfg = replace(base, mechanism=mechanism if streaming else base.mechanism, epsilon=epsilon, chunk_length=n)
     out = []
     for i, r in enumerate(recs):
-        rng = secure_generator(seed + i)
-        x = r.features
-        if mechanism == "none":
-            out.append(x[: (len(x) // n) * n])
-        elif mechanism == "fpa":
-            f = WholeSignalFPA(epsilon=epsilon, bounds=bounds)
-            out.append(f.privatize(x[: (len(x) // n) * n], rng).values)
-        else:
-            m = make_mechanism(mechanism, epsilon=epsilon, bounds=bounds, chunk_length=n)
-            full = (len(x) // n) * n
-            out.append(
-                np.concatenate([m.privatize(x[i0 : i0 + n], rng).values for i0 in range(0, full, n)]) if full else x[:0]
-            )
+        t = r.t if r.t is not None else np.arange(len(r.features), dtype=np.float64) * cfg.step
+        rows = FeatureRows(t, r.features)
+        if streaming:
+            privatizer = cfg.chunk_privatizer(seed + i)
+            releases = privatizer.update(rows) + privatizer.flush()
+            steps = np.concatenate([rel.t for rel in releases]) if releases else np.empty(0)
+            noisy = np.concatenate([rel.values for rel in releases]) if releases else r.features[:0]
+            out.append(Sanitized(r.features[np.searchsorted(t, steps)], noisy))
+            continue
+        chunks = Chunker(n, cfg.step).update(rows)
+        clean = np.concatenate([c.values for c in chunks]) if chunks else r.features[:0]
+        if mechanism == "none" or not len(clean):
+            out.append(Sanitized(clean, clean))
+            continue
+        offline = OFFLINE_MECHANISMS[mechanism](epsilon=epsilon, bounds=cfg.bounds_profile())
+        out.append(Sanitized(clean, offline.privatize(clean, cfg.rng(seed + i)).values))
     return out
 
 
@@ -231,21 +274,20 @@ def evaluate(
     grid: Sequence[GridPoint],
     seed: int = 0,
     progress: bool = True,
+    config: SessionConfig | None = None,
 ) -> list[dict[str, Any]]:
     """One row per grid point × metric × classifier × voting."""
-    from tqdm import tqdm
-
     people = [r.participant for r in recs]
     tasks = [r.task for r in recs]
     chance_reid = 1.0 / len(set(people))
     chance_task = 1.0 / len(set(tasks))
     rows: list[dict[str, Any]] = []
-    for point in tqdm(grid, desc="evaluate", unit="setting", disable=not progress or None):
-        signals = sanitize(recs, point.mechanism, point.epsilon, point.chunk_length, seed)
-        clean = [r.features[: len(s)] for r, s in zip(recs, signals, strict=True)]
+    for point in _progress(grid, progress):
+        pairs = sanitize(recs, point.mechanism, point.epsilon, point.chunk_length, seed, config)
+        signals = [p.noisy for p in pairs]
         base = {"mechanism": point.mechanism, "epsilon": point.epsilon, "chunk_length": point.chunk_length}
         if point.mechanism != "none":
-            u = mean_utility(np.concatenate(clean), np.concatenate(signals))
+            u = mean_utility(np.concatenate([p.clean for p in pairs]), np.concatenate(signals))
             rows.append(
                 {**base, "metric": "utility", "classifier": "-", "voting": "-", "value": u, "chance": float("nan")}
             )
@@ -263,6 +305,17 @@ def evaluate(
     return rows
 
 
+def _progress(items: Iterable[_T], show: bool) -> Iterable[_T]:
+    """A tqdm bar over ``items`` when tqdm (an optional extra) is installed and progress is wanted."""
+    if not show:
+        return items
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc="evaluate", unit="setting", disable=None)
+
+
 def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     """results.csv, results.md, results.json and the plots."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -276,6 +329,12 @@ def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     return [out_dir / "results.csv", out_dir / "results.md", *plot_results(rows, out_dir)]
 
 
+def _mean(rows: list[dict[str, Any]], **match: Any) -> float:
+    """The mean ``value`` of the rows whose fields equal ``match`` (NaN when none does)."""
+    v = [r["value"] for r in rows if all(r[k] == want for k, want in match.items())]
+    return float(np.mean(v)) if v else float("nan")
+
+
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """Utility and the mean accuracy over the four classifiers (with majority voting), per setting."""
     settings = sorted({(r["mechanism"], r["chunk_length"], r["epsilon"]) for r in rows})
@@ -284,23 +343,17 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "| task (voting) | task per sample |",
         "|---|---|---|---|---|---|---|---|",
     ]
-
-    def mean(metric: str, voting: str, s: tuple[Any, ...]) -> float:
-        v = [
-            r["value"]
-            for r in rows
-            if (r["mechanism"], r["chunk_length"], r["epsilon"]) == s
-            and r["metric"] == metric
-            and r["voting"] == voting
-        ]
-        return float(np.mean(v)) if v else float("nan")
-
-    for s in settings:
-        u = mean("utility", "-", s)
+    for m, n, e in settings:
+        mean = {
+            (metric, voting): _mean(rows, mechanism=m, chunk_length=n, epsilon=e, metric=metric, voting=voting)
+            for metric, voting in (("utility", "-"), ("reidentification", "yes"), ("reidentification", "no"),
+                                   ("task", "yes"), ("task", "no"))
+        }
+        eps, utility = ("–", "–") if m == "none" else (f"{e:g}", f"{mean['utility', '-']:.3g}")
         lines.append(
-            f"| {s[0]} | {s[1]} | {'–' if s[0] == 'none' else f'{s[2]:g}'} | {'–' if s[0] == 'none' else f'{u:.3g}'} | "
-            f"{mean('reidentification', 'yes', s):.2f} | {mean('reidentification', 'no', s):.2f} | "
-            f"{mean('task', 'yes', s):.2f} | {mean('task', 'no', s):.2f} |"
+            f"| {m} | {n} | {eps} | {utility} | "
+            f"{mean['reidentification', 'yes']:.2f} | {mean['reidentification', 'no']:.2f} | "
+            f"{mean['task', 'yes']:.2f} | {mean['task', 'no']:.2f} |"
         )
     chance = {r["metric"]: r["chance"] for r in rows if r["metric"] != "utility"}
     lines.append("")
@@ -318,50 +371,29 @@ def plot_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     paths = []
-    mechs = sorted({r["mechanism"] for r in rows if r["mechanism"] != "none"})
+    settings = sorted({(r["mechanism"], r["chunk_length"]) for r in rows if r["mechanism"] != "none"})
     fig, ax = plt.subplots(figsize=(6, 4))
-    for m in mechs:
-        for n in sorted({r["chunk_length"] for r in rows if r["mechanism"] == m}):
-            pts = sorted(
-                (r["epsilon"], r["value"])
-                for r in rows
-                if r["mechanism"] == m and r["chunk_length"] == n and r["metric"] == "utility"
-            )
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=f"{m}-{n}")
+    for m, n in settings:
+        pts = sorted(
+            (r["epsilon"], r["value"])
+            for r in rows
+            if (r["mechanism"], r["chunk_length"], r["metric"]) == (m, n, "utility")
+        )
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker="o", label=f"{m}-{n}")
     ax.set(
         xscale="log", yscale="log", xlabel="ε per feature per chunk", ylabel="utility 1/|NMSE|", title="Utility vs ε"
     )
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(out_dir / "utility_vs_epsilon.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    plots = [(fig, ax, "utility")]
     for metric, title in (("reidentification", "Re-identification attack"), ("task", "Task classification")):
         fig, ax = plt.subplots(figsize=(6, 4))
-        for m in mechs:
-            for n in sorted({r["chunk_length"] for r in rows if r["mechanism"] == m}):
-                eps = sorted({r["epsilon"] for r in rows if r["mechanism"] == m and r["chunk_length"] == n})
-                acc = [
-                    np.mean(
-                        [
-                            r["value"]
-                            for r in rows
-                            if r["mechanism"] == m
-                            and r["chunk_length"] == n
-                            and r["epsilon"] == e
-                            and r["metric"] == metric
-                            and r["voting"] == "yes"
-                        ]
-                    )
-                    for e in eps
-                ]
-                ax.plot(eps, acc, marker="o", label=f"{m}-{n}")
-        clean = [
-            r["value"] for r in rows if r["mechanism"] == "none" and r["metric"] == metric and r["voting"] == "yes"
-        ]
-        if clean:
-            ax.axhline(float(np.mean(clean)), color="k", ls=":", label="no noise")
+        for m, n in settings:
+            eps = sorted({r["epsilon"] for r in rows if (r["mechanism"], r["chunk_length"]) == (m, n)})
+            acc = [_mean(rows, mechanism=m, chunk_length=n, epsilon=e, metric=metric, voting="yes") for e in eps]
+            ax.plot(eps, acc, marker="o", label=f"{m}-{n}")
+        clean = _mean(rows, mechanism="none", metric=metric, voting="yes")
+        if np.isfinite(clean):
+            ax.axhline(clean, color="k", ls=":", label="no noise")
         chance = next((r["chance"] for r in rows if r["metric"] == metric), None)
         if chance is not None:
             ax.axhline(chance, color="r", ls="--", label="chance")
@@ -372,6 +404,8 @@ def plot_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
             ylabel="accuracy (majority vote, mean of 4 classifiers)",
             title=f"{title} vs ε",
         )
+        plots.append((fig, ax, metric))
+    for fig, ax, metric in plots:
         ax.legend(fontsize=7)
         fig.tight_layout()
         paths.append(out_dir / f"{metric}_vs_epsilon.png")

@@ -1,4 +1,7 @@
-"""``streamdp replay``: recorded sessions through the same private pipeline as the relay.
+"""``streamdp replay``: recorded sessions through the same session core as the relay.
+
+Each recording runs through :meth:`Session.for_recording <streamdp.session.Session.for_recording>`
+with the one :class:`~streamdp.config.SessionConfig`, collecting its releases in memory.
 
 For every recording it writes, in the output folder:
 
@@ -33,16 +36,18 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from ..config import SessionConfig
 from ..errors import InputError, StreamdpError
-from ..pipeline import PipelineConfig
 from ..privacy.release import PrivateRelease
 from ..schema import FEATURE_NAMES
+from ..session import Session
+from ..sinks import CollectingSink
 
 log = logging.getLogger(__name__)
 
 
-#: replay's configuration is the pipeline's
-ReplayConfig = PipelineConfig
+#: replay's configuration is the session's
+ReplayConfig = SessionConfig
 
 
 @dataclass
@@ -63,8 +68,12 @@ def recording_seed(seed: int | None, index: int) -> int | None:
 
 def release_messages(releases: Iterable[PrivateRelease]) -> bytes:
     """The msgpack payloads the relay publishes, concatenated."""
+    return _packed([r.to_message() for r in releases])
+
+
+def _packed(messages: Iterable[dict[str, Any]]) -> bytes:
     pack = msgpack.Packer(use_bin_type=True).pack
-    return b"".join(pack(r.to_message()) for r in releases)
+    return b"".join(pack(m) for m in messages)
 
 
 def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
@@ -97,9 +106,11 @@ def replay_one(path: str, name: str, config: ReplayConfig, seed: int | None, out
     if config.blinks == "given" and rec.blinks is None:
         result.skipped = "--blinks given, but the recording has no blink events"
         return result
-    pipeline = config.pipeline(seed)
-    releases = pipeline.run(rec)
-    result.steps_dropped = pipeline.chunker.dropped_steps
+    sink = CollectingSink()
+    session = Session.for_recording(config, rec, sinks=[sink], seed=seed)
+    session.run(rec)
+    releases = sink.releases
+    result.steps_dropped = session.status().dropped_steps
     if not releases:
         steps = (
             int(max(0.0, rec.gaze.duration - config.window) / config.step) + 1
@@ -112,6 +123,7 @@ def replay_one(path: str, name: str, config: ReplayConfig, seed: int | None, out
         )
         return result
     out = Path(out_dir)
+    messages = [r.to_message() for r in releases]
     rows = np.concatenate(
         [np.column_stack([np.full(len(r.t), r.ledger["chunk_index"]), r.t, r.values]) for r in releases]
     )
@@ -122,12 +134,17 @@ def replay_one(path: str, name: str, config: ReplayConfig, seed: int | None, out
 
     _write_atomically(out / f"{name}.csv", csv)
     result.files.append(f"{name}.csv")
-    ledger = {"recording": path, "seed": seed, "config": asdict(config), "chunks": [r.ledger for r in releases]}
+    ledger = {
+        "recording": path,
+        "seed": seed,
+        "config": config.describe(),
+        "chunks": [m["ledger"] for m in messages],
+    }
     _write_atomically(
         out / f"{name}.ledger.json", lambda tmp: tmp.write_text(json.dumps(ledger, indent=1, default=float))
     )
     result.files.append(f"{name}.ledger.json")
-    _write_atomically(out / f"{name}.msgpack", lambda tmp: tmp.write_bytes(release_messages(releases)))
+    _write_atomically(out / f"{name}.msgpack", lambda tmp: tmp.write_bytes(_packed(messages)))
     result.files.append(f"{name}.msgpack")
     try:
         import pyarrow as pa
@@ -170,6 +187,7 @@ def replay(
     """
     if not paths:
         raise StreamdpError("no recording given")
+    config.check()  # bad options fail here, before any file or worker exists
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise StreamdpError(f"{out}: exists; pass --overwrite to replace it")
@@ -184,7 +202,7 @@ def replay(
     ]
     try:
         results = _run(tasks, jobs, executor, scheduler, progress)
-        summary = {"config": asdict(config), "recordings": [asdict(r) for r in results]}
+        summary = {"config": config.describe(), "recordings": [asdict(r) for r in results]}
         (staging / "replay.json").write_text(json.dumps(summary, indent=1))
         if out.exists():
             shutil.rmtree(out)
@@ -198,9 +216,7 @@ def replay(
 def _run(
     tasks: list[tuple[Any, ...]], jobs: int | None, executor: str, scheduler: Any, progress: bool
 ) -> list[ReplayResult]:
-    from tqdm import tqdm
-
-    bar = tqdm(total=len(tasks), desc="replay", unit="recording", disable=not progress or None)
+    bar = _progress(len(tasks), progress)
     results: list[ReplayResult | None] = [None] * len(tasks)
     try:
         if executor == "dask":
@@ -218,6 +234,25 @@ def _run(
     finally:
         bar.close()
     return [r for r in results if r is not None]
+
+
+class _NoProgress:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, show: bool) -> Any:
+    """A tqdm bar when tqdm (an optional extra) is installed and progress is wanted."""
+    if not show:
+        return _NoProgress()
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoProgress()
+    return tqdm(total=total, desc="replay", unit="recording", disable=None)
 
 
 def _run_dask(tasks: list[tuple[Any, ...]], scheduler: Any, bar: Any) -> list[ReplayResult | None]:

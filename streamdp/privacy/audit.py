@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import beta
 
-from .mechanisms import FourierPerturbation, Mechanism, SteilSubsampling
+from .mechanisms import FourierPerturbation, Mechanism, Steil
 from .transforms import make_transform
 
 _F64 = NDArray[np.float64]
@@ -98,14 +98,14 @@ def _run(mech: Mechanism, x: _F64, rng: np.random.Generator) -> _F64:
         y, _ = mech.perturb(x, rng)
         return mech.coefficients(y)[:, 0]
     out = mech.privatize(x, rng).values[:, 0]
-    return out[:: mech.window] if isinstance(mech, SteilSubsampling) else out
+    return out[:: mech.window] if isinstance(mech, Steil) else out
 
 
 def _noiseless(mech: Mechanism, x: _F64) -> _F64:
     if isinstance(mech, FourierPerturbation):
         return mech.coefficients(mech.noiseless(x))[:, 0]
     out = np.clip(x, mech.bounds.lo, mech.bounds.hi)[:, 0]
-    return out[:: mech.window] if isinstance(mech, SteilSubsampling) else out
+    return out[:: mech.window] if isinstance(mech, Steil) else out
 
 
 def _statistic(c: _F64, a0: _F64, a1: _F64) -> _F64:

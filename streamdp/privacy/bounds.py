@@ -27,11 +27,6 @@ from numpy.typing import NDArray
 from ..errors import InputError
 from ..schema import FEATURE_NAMES, N_FEATURES
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 #: (feature, lo, hi, r, why): the default profile, one documented line per feature
 DEFAULT_BOUNDS: tuple[tuple[str, float, float, float, str], ...] = (
     (
@@ -137,7 +132,9 @@ class BoundsProfile:
             if not np.all(np.isfinite(arr)):
                 j = int(np.flatnonzero(~np.isfinite(arr))[0])
                 raise InputError(f"{src}: {field} of {self.names[j]} is not a finite number")
-            arr.setflags(write=False)
+            # a view of immutable bytes: unlike setflags(write=False), no one can undo it
+            frozen = np.frombuffer(np.ascontiguousarray(arr, dtype=np.float64).tobytes(), dtype=np.float64)
+            object.__setattr__(self, field, frozen)
         inverted = np.flatnonzero(self.lo >= self.hi)
         if inverted.size:
             i = int(inverted[0])
@@ -213,6 +210,11 @@ class BoundsProfile:
             text = p.read_text()
         except OSError as exc:
             raise InputError(f"{p}: cannot read bounds profile: {exc.strerror}") from None
+        # TOML is read only here, so that importing streamdp never needs tomli (Python 3.10)
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - Python 3.10
+            import tomli as tomllib
         try:
             data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:

@@ -1,71 +1,347 @@
-"""The only object a network sink accepts: a chunk released by a mechanism, with its ledger.
+"""The only object a sink accepts: a chunk released by the privatizer, sealed, with its ledger.
 
-A :class:`PrivateRelease` can only be made inside this package's privatizer (its constructor
-checks a module-private token), so raw gaze or unsanitized features cannot be handed to a sink by
-mistake: a sink's type says ``PrivateRelease``, and nothing else has that type.
+A :class:`PrivateRelease` has no public constructor, no setter and no ``replace``; its arrays are
+read-only views of immutable bytes, and its ledger a read-only mapping of plain values. Only the
+privatizer (:class:`streamdp.stages.privatizer.Privatizer`) can make one: it holds this process's
+only :class:`ReleaseMint`, which it claims once when it is imported. The mint seals every release
+with a keyed BLAKE2b digest of its contents under a random key made when this module is imported
+and kept in this process. Every sink calls :func:`check_sealed`, so a release built by hand
+(``object.__new__``), changed after it was made, or sealed in another process is refused.
+
+The seal keeps honest code from publishing unsanitized data by mistake or by a shortcut; it is no
+sandbox against hostile code running in the same process, which can read any of its memory.
+
+Examples
+--------
+>>> import numpy as np
+>>> from streamdp.privacy import dcfpa, default_profile, secure_generator
+>>> from streamdp.stages.chunker import Chunk
+>>> from streamdp.stages.privatizer import Privatizer
+>>> priv = Privatizer(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=4), rng=secure_generator(0))
+>>> (rel,) = priv.update([Chunk(np.arange(4) * 0.5, np.zeros((4, 52)))])
+>>> rel.values.shape, rel.ledger["mechanism"], rel.topic, is_sealed(rel)
+((4, 52), 'dcfpa', 'streamdp.features.dcfpa', True)
+>>> rel.values.flags.writeable
+False
+>>> PrivateRelease(rel.t, rel.values, rel.names, {}, 0.0)
+Traceback (most recent call last):
+...
+TypeError: a PrivateRelease is made only by the privatizer (streamdp.stages.privatizer.Privatizer)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import hashlib
+import hmac
+import math
+import secrets
+import sys
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NoReturn
 
+import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
 from ..schema import SCHEMA_VERSION
 
-_TOKEN = object()
+#: made once per process, never stored or sent anywhere: a release sealed elsewhere does not verify
+_KEY = secrets.token_bytes(32)
+_PRIVATIZER_MODULE = "streamdp.stages.privatizer"
+_mint_claimed = False
+_pack = msgpack.Packer(use_bin_type=True).pack
 
 
-@dataclass(frozen=True, eq=False)
 class PrivateRelease:
-    """A sanitized chunk: step times (n,), values (n, F), feature names, ledger entry."""
+    """A sanitized chunk: step times ``t`` (n,), ``values`` (n, F), feature ``names``, ``ledger``.
 
-    t: NDArray[np.float64]
-    values: NDArray[np.float64]
-    names: tuple[str, ...]
-    ledger: dict[str, Any]
-    clipped_fraction: float
-    _token: object = None
+    Made only by the privatizer; read-only. ``clipped_fraction`` is the fraction of inputs clipped
+    to the public bounds (local information: it is not part of the published ledger's guarantee).
 
-    def __post_init__(self) -> None:
-        if self._token is not _TOKEN:
-            raise TypeError("a PrivateRelease is made only by a mechanism (streamdp.privacy.Privatizer)")
-        self.t.setflags(write=False)
-        self.values.setflags(write=False)
+    Raises
+    ------
+    TypeError
+        On any attempt to construct, subclass, pickle or ``dataclasses.replace`` a release.
+    AttributeError
+        On any attempt to set or delete an attribute.
+    """
+
+    __slots__ = ("_clipped_fraction", "_ledger", "_names", "_seal", "_t", "_values")
+
+    _t: NDArray[np.float64]
+    _values: NDArray[np.float64]
+    _names: tuple[str, ...]
+    _ledger: MappingProxyType[str, Any]
+    _clipped_fraction: float
+    _seal: bytes
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> PrivateRelease:
+        raise TypeError("a PrivateRelease is made only by the privatizer (streamdp.stages.privatizer.Privatizer)")
+
+    def __init_subclass__(cls, **kwargs: Any) -> NoReturn:
+        raise TypeError("PrivateRelease cannot be subclassed: sinks accept exactly the privatizer's releases")
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(f"a PrivateRelease is read-only: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"a PrivateRelease is read-only: cannot delete {name!r}")
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError(
+            "a PrivateRelease cannot be pickled: its seal holds only in the process that made it; "
+            "send release.to_message() instead"
+        )
+
+    def __copy__(self) -> PrivateRelease:
+        return self  # immutable: a copy is the release itself
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PrivateRelease:
+        return self
+
+    @property
+    def t(self) -> NDArray[np.float64]:
+        """Step times (n,), read-only."""
+        return self._t
+
+    @property
+    def values(self) -> NDArray[np.float64]:
+        """Sanitized values (n, F), read-only."""
+        return self._values
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Feature names, one per column of :attr:`values`."""
+        return self._names
+
+    @property
+    def ledger(self) -> Mapping[str, Any]:
+        """The ledger entry: mechanism, ε per chunk, ε spent so far, unit, bounds digest, … (read-only)."""
+        return self._ledger
+
+    @property
+    def clipped_fraction(self) -> float:
+        """Fraction of this chunk's inputs clipped to the public bounds."""
+        return self._clipped_fraction
 
     @property
     def topic(self) -> str:
-        return f"streamdp.features.{self.ledger['mechanism']}"
+        """``streamdp.features.<mechanism>``: the topic this release is published on."""
+        return f"streamdp.features.{self._ledger['mechanism']}"
 
     def to_message(self) -> dict[str, Any]:
-        """The msgpack-ready payload published on ``streamdp.features.<mechanism>``: plain Python
-        types only (msgpack cannot pack numpy scalars)."""
+        """The msgpack-ready payload published on :attr:`topic`: plain Python types only
+        (msgpack cannot pack numpy scalars)."""
         return {
             "topic": self.topic,
             "schema_version": SCHEMA_VERSION,
-            "names": list(self.names),
-            "t": self.t.tolist(),
-            "values": self.values.tolist(),
-            "clipped_fraction": float(self.clipped_fraction),
-            "ledger": _plain(self.ledger),
+            "names": list(self._names),
+            "t": self._t.tolist(),
+            "values": self._values.tolist(),
+            "clipped_fraction": float(self._clipped_fraction),
+            "ledger": _plain(self._ledger),
         }
 
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
+    def __repr__(self) -> str:
+        led = self._ledger
+        return (
+            f"PrivateRelease(mechanism={led.get('mechanism')!r}, chunk_index={led.get('chunk_index')!r}, "
+            f"steps={len(self._t)}, features={len(self._names)}, epsilon_spent={led.get('epsilon_spent')!r})"
+        )
 
 
-def _make_release(
-    t: NDArray[np.float64], values: NDArray[np.float64], names: tuple[str, ...], ledger: dict[str, Any], clipped: float
-) -> PrivateRelease:
-    return PrivateRelease(t, values, names, ledger, clipped, _TOKEN)
+class ReleaseMint:
+    """The capability to seal releases. One exists per process; the privatizer claims it.
+
+    Raises
+    ------
+    TypeError
+        On any attempt to construct, subclass, copy or pickle a mint.
+    """
+
+    __slots__ = ("_key",)
+    _key: bytes
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ReleaseMint:
+        raise TypeError("a ReleaseMint is not constructed: the privatizer holds this process's only one")
+
+    def __init_subclass__(cls, **kwargs: Any) -> NoReturn:
+        raise TypeError("ReleaseMint cannot be subclassed")
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError("a ReleaseMint cannot be copied or pickled")
+
+    def seal(
+        self,
+        *,
+        t: NDArray[np.float64],
+        values: NDArray[np.float64],
+        names: tuple[str, ...],
+        ledger: Mapping[str, Any],
+        clipped_fraction: float,
+    ) -> PrivateRelease:
+        """A release holding read-only copies of ``t`` (n,) and ``values`` (n, F), ``names``
+        (F strings), a deep-frozen copy of ``ledger`` (plain values: numbers, strings, None,
+        lists, mappings with string keys) and ``clipped_fraction`` in [0, 1].
+
+        Raises
+        ------
+        TypeError
+            A field has the wrong type, or the ledger holds something other than plain values.
+        ValueError
+            Shapes disagree, a value is not finite, or ``clipped_fraction`` is outside [0, 1].
+        """
+        key = self._key  # a mint made with object.__new__ has no key: AttributeError
+        tt = _frozen_copy(t, "t")
+        vv = _frozen_copy(values, "values")
+        if not (isinstance(names, tuple) and all(type(n) is str for n in names)):
+            raise TypeError(f"names must be a tuple of str, got {names!r}")
+        if tt.ndim != 1 or vv.shape != (len(tt), len(names)):
+            raise ValueError(f"t must be (n,) and values (n, {len(names)}), got {tt.shape} and {vv.shape}")
+        if not (np.all(np.isfinite(tt)) and np.all(np.isfinite(vv))):
+            raise ValueError("a release's times and values must all be finite")
+        if isinstance(clipped_fraction, bool) or not isinstance(clipped_fraction, (int, float)):
+            raise TypeError(f"clipped_fraction must be a number, got {clipped_fraction!r}")
+        if not 0.0 <= clipped_fraction <= 1.0:
+            raise ValueError(f"clipped_fraction must be in [0, 1], got {clipped_fraction!r}")
+        if not isinstance(ledger, Mapping):
+            raise TypeError(f"ledger must be a mapping, got {type(ledger).__name__}")
+        if type(ledger.get("mechanism")) is not str:
+            raise ValueError(f"ledger must name the mechanism, got {ledger.get('mechanism')!r}")
+        frozen = _freeze(ledger, "ledger")
+        clipped = float(clipped_fraction)
+        rel = object.__new__(PrivateRelease)
+        for slot, value in (("_t", tt), ("_values", vv), ("_names", names), ("_ledger", frozen)):
+            object.__setattr__(rel, slot, value)
+        object.__setattr__(rel, "_clipped_fraction", clipped)
+        object.__setattr__(rel, "_seal", _digest(key, tt, vv, names, frozen, clipped))
+        return rel
+
+
+def claim_mint() -> ReleaseMint:
+    """Hand this process's only :class:`ReleaseMint` to the privatizer module, once.
+
+    Raises
+    ------
+    RuntimeError
+        Called from anywhere but ``streamdp.stages.privatizer``, or a second time.
+    """
+    global _mint_claimed
+    caller = sys._getframe(1).f_globals.get("__name__")
+    if caller != _PRIVATIZER_MODULE or _mint_claimed:
+        raise RuntimeError("the release mint belongs to streamdp.stages.privatizer, which claimed it when imported")
+    _mint_claimed = True
+    mint = object.__new__(ReleaseMint)
+    object.__setattr__(mint, "_key", _KEY)
+    return mint
+
+
+def is_sealed(release: object) -> bool:
+    """Whether ``release`` is a genuine, unmodified :class:`PrivateRelease` of this process.
+
+    Examples
+    --------
+    >>> is_sealed({"values": [[0.0]]}), is_sealed(object.__new__(PrivateRelease))
+    (False, False)
+    """
+    if not isinstance(release, PrivateRelease) or type(release) is not PrivateRelease:
+        return False
+    try:
+        t, values, names = release._t, release._values, release._names
+        ledger, clipped, seal = release._ledger, release._clipped_fraction, release._seal
+        if not (_is_frozen(t) and _is_frozen(values) and type(names) is tuple and type(clipped) is float):
+            return False
+        if type(ledger) is not MappingProxyType or type(seal) is not bytes:
+            return False
+        expected = _digest(_KEY, t, values, names, ledger, clipped)
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return False
+    return hmac.compare_digest(expected, seal)
+
+
+def check_sealed(release: object) -> PrivateRelease:
+    """Return ``release`` if it is a genuine, unmodified release; what every sink calls first.
+
+    Raises
+    ------
+    TypeError
+        ``release`` is not a :class:`PrivateRelease`, or its seal does not verify (built by hand,
+        changed after it was made, or made in another process).
+
+    Examples
+    --------
+    >>> check_sealed([[0.5, 0.5]])
+    Traceback (most recent call last):
+    ...
+    TypeError: only a PrivateRelease can be published, got list
+    """
+    if not isinstance(release, PrivateRelease) or type(release) is not PrivateRelease:
+        raise TypeError(f"only a PrivateRelease can be published, got {type(release).__name__}")
+    if not is_sealed(release):
+        raise TypeError(
+            "this PrivateRelease's seal does not verify: it was not made by the privatizer of this "
+            "process, or was changed after it was made"
+        )
+    return release
+
+
+def _frozen_copy(a: object, name: str) -> NDArray[np.float64]:
+    if not isinstance(a, np.ndarray) or a.dtype != np.float64:
+        raise TypeError(f"{name} must be a float64 array, got {type(a).__name__} {getattr(a, 'dtype', '')}")
+    # a view of immutable bytes: numpy refuses to make it writeable again
+    return np.frombuffer(a.tobytes(), dtype=np.float64).reshape(a.shape)
+
+
+def _is_frozen(a: object) -> bool:
+    if type(a) is not np.ndarray or a.dtype != np.float64 or a.flags.writeable:
+        return False
+    base: object = a
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return type(base) is bytes
+
+
+def _freeze(value: Any, where: str) -> Any:
+    if value is None or type(value) in (str, bool, int):
+        return value
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is not finite: {value!r}")
+        return value
+    if isinstance(value, (np.generic, np.ndarray)):
+        return _freeze(value.tolist() if isinstance(value, np.ndarray) else value.item(), where)
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise TypeError(f"{where} keys must be str, got {k!r}")
+            out[k] = _freeze(v, f"{where}[{k!r}]")
+        return MappingProxyType(out)
+    raise TypeError(f"{where} must hold plain values (numbers, strings, None, lists, mappings), got {value!r}")
+
+
+def _plain(value: Any) -> Any:
+    if type(value) is MappingProxyType:
+        return {k: _plain(v) for k, v in value.items()}
+    if type(value) is tuple:
+        return [_plain(v) for v in value]
+    return value
+
+
+def _digest(
+    key: bytes,
+    t: NDArray[np.float64],
+    values: NDArray[np.float64],
+    names: tuple[str, ...],
+    ledger: MappingProxyType[str, Any],
+    clipped: float,
+) -> bytes:
+    h = hashlib.blake2b(key=key, digest_size=32, person=b"streamdp.release")
+    # the header fixes both shapes, so the raw array bytes after it cannot be re-cut
+    h.update(_pack([list(t.shape), list(values.shape), list(names), _plain(ledger), clipped]))
+    h.update(t.tobytes())
+    h.update(values.tobytes())
+    return h.digest()

@@ -9,13 +9,19 @@ a fixed matrix ``A`` (m × n), and maps noisy coefficients back by zero-padding 
   relies on.
 - ``DCT``: orthonormal DCT-II, the ``k`` lowest coefficients: ``m = k``, ``k ≤ n``.
 - ``Identity``: every value (``m = n``), for the Laplace perturbation algorithm.
+
+DFT and DCT are the strategies of the Fourier mechanisms: besides the transform itself, each knows
+its largest ``k`` for a chunk length, how many numbers ``k`` coefficients release, which rows a
+per-feature ``k`` releases, and the energies the private choice of ``k`` compares.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import scipy.fft
@@ -56,8 +62,39 @@ class Transform:
         return np.ascontiguousarray(self.forward(np.eye(self.n)))
 
 
+_I64 = NDArray[np.int64]
+
+
 @dataclass(frozen=True)
-class DFT(Transform):
+class LowPassTransform(Transform):
+    """The ``k`` lowest coefficients of a spectral transform (the base of DFT and DCT)."""
+
+    @staticmethod
+    def max_k(n: int) -> int:
+        """The largest ``k`` for a chunk of ``n`` values."""
+        raise NotImplementedError
+
+    @staticmethod
+    def released(k: _I64) -> _I64:
+        """How many real numbers ``k`` coefficients release (per candidate ``k``)."""
+        raise NotImplementedError
+
+    def release_mask(self, ks: _I64) -> NDArray[np.bool_]:
+        """(m, F): the rows of :meth:`forward` released when feature ``f`` keeps ``ks[f] ≤ k``."""
+        raise NotImplementedError
+
+    def kept_energy(self, x: _F64, count: int) -> _F64:
+        """(count, F): the squared L2 norm of ``x`` kept by the ``1..count`` lowest coefficients."""
+        raise NotImplementedError
+
+    def noise_energy(self, scales: _F64, ks: _I64) -> _F64:
+        """(K, F): expected squared L2 norm, in the signal, of Laplace noise of ``scales`` (K, F)
+        on the numbers released by each candidate ``k`` of ``ks`` (K,)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class DFT(LowPassTransform):
     kind = "dft"
 
     @property
@@ -81,9 +118,35 @@ class DFT(Transform):
         # conjugate bins share the energy (see docs/privacy.md)
         return math.sqrt(self.n) * math.sqrt(self.k)
 
+    @staticmethod
+    def max_k(n: int) -> int:
+        return n // 2
+
+    @staticmethod
+    def released(k: _I64) -> _I64:
+        return 2 * k - 1
+
+    def release_mask(self, ks: _I64) -> NDArray[np.bool_]:
+        rows = np.arange(self.m)[:, None]
+        kmax = self.k
+        return np.asarray((rows < ks[None, :]) | ((rows >= kmax) & (rows - kmax + 1 < ks[None, :])))
+
+    def kept_energy(self, x: _F64, count: int) -> _F64:
+        n = self.n
+        f = np.fft.rfft(x, axis=0)
+        e = np.abs(f) ** 2 / n
+        e[1:] *= 2.0
+        if n % 2 == 0:
+            e[-1] /= 2.0  # the Nyquist bin appears once in the full spectrum
+        return np.asarray(np.cumsum(e, axis=0)[:count])
+
+    def noise_energy(self, scales: _F64, ks: _I64) -> _F64:
+        m = self.released(ks)
+        return np.asarray((2.0 * scales**2) * (1 + 2 * (m[:, None] - 1)) / self.n)
+
 
 @dataclass(frozen=True)
-class DCT(Transform):
+class DCT(LowPassTransform):
     kind = "dct"
 
     @property
@@ -102,15 +165,48 @@ class DCT(Transform):
         # orthonormal: ‖C^k d‖₂ ≤ ‖d‖₂, and ‖·‖₁ ≤ √k‖·‖₂
         return math.sqrt(self.k)
 
+    @staticmethod
+    def max_k(n: int) -> int:
+        return n
+
+    @staticmethod
+    def released(k: _I64) -> _I64:
+        return k
+
+    def release_mask(self, ks: _I64) -> NDArray[np.bool_]:
+        return np.asarray(np.arange(self.m)[:, None] < ks[None, :])
+
+    def kept_energy(self, x: _F64, count: int) -> _F64:
+        c = scipy.fft.dct(x, type=2, norm="ortho", axis=0)
+        return np.asarray(np.cumsum(c * c, axis=0)[:count])
+
+    def noise_energy(self, scales: _F64, ks: _I64) -> _F64:
+        return np.asarray(2.0 * scales**2 * ks[:, None])
+
+
+#: the transforms a Fourier mechanism may use, by name
+TRANSFORMS: Mapping[str, type[LowPassTransform]] = MappingProxyType({"dft": DFT, "dct": DCT})
+
 
 def make_transform(kind: str, n: int, k: int) -> Transform:
-    if kind == "dft":
-        return DFT(n, k)
-    if kind == "dct":
-        return DCT(n, k)
+    """The transform ``kind`` ("dft", "dct" or "identity") of a chunk of ``n`` values keeping ``k``
+    coefficients.
+
+    Raises
+    ------
+    ValueError
+        ``kind`` is none of these.
+
+    Examples
+    --------
+    >>> make_transform("dft", 8, 2).m
+    3
+    """
     if kind == "identity":
         return Transform(n, n)
-    raise ValueError(f"transform must be 'dft' or 'dct', got {kind!r}")
+    if kind not in TRANSFORMS:
+        raise ValueError(f"transform must be 'dft' or 'dct', got {kind!r}")
+    return TRANSFORMS[kind](n, k)
 
 
 @functools.lru_cache(maxsize=64)

@@ -28,9 +28,11 @@ _NS = 1e-9
 _F64 = NDArray[np.float64]
 
 
-def _normalize(
+def normalize_scene_pixels(
     px: NDArray[np.float64], py: NDArray[np.float64], size: tuple[float, float]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Scene-camera pixels (origin top-left) to Pupil's normalized coordinates (origin
+    bottom-left): one rule for recorded and live Neon gaze."""
     return px / size[0], 1.0 - py / size[1]
 
 
@@ -46,7 +48,7 @@ def _neon_streams(
     if t_ns.shape[0] == 0:
         raise InputError(f"{folder}: the recording holds no gaze")
     t = (t_ns * _NS).astype(np.float64)
-    x, y = _normalize(xy[:, 0], xy[:, 1], scene_size)
+    x, y = normalize_scene_pixels(xy[:, 0], xy[:, 1], scene_size)
     valid = np.isfinite(x) & np.isfinite(y)
     try:
         worn = rec.worn
@@ -146,7 +148,7 @@ def read_neon_cloud_export(folder: Path, scene_size: tuple[float, float] = NEON_
     if "worn" in header:
         worn = _column(gaze_csv, header, rows, "worn")
         valid &= worn > 0
-    x, y = _normalize(px, py, scene_size)
+    x, y = normalize_scene_pixels(px, py, scene_size)
     diam = np.full(t_ns.shape[0], np.nan)
     unit: DiameterUnit = "none"
     eye_csv = folder / "3d_eye_states.csv"

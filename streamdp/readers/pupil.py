@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from ..errors import InputError
 from ..gaze import BINOCULAR, BlinkEvents, GazeBatch, Recording
-from ..pupil_datum import BlinkPairing, gaze_from_datums
+from ..pupil_wire import BlinkPairing, gaze_from_datums
 
 #: msgpack ExtType code Pupil uses for nested serialized dicts
 _SERIALIZED_DICT = 13

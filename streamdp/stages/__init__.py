@@ -1,19 +1,24 @@
 """Streaming stages.
 
-Every stage has the same small contract (as in river): ``update(item)`` takes the next batch and
-returns what it finished, ``flush()`` finishes what the end of the stream allows and returns it,
-``reset()`` forgets all state. Output never depends on how the input was split into batches.
+Every stage is a :class:`~streamdp.stages.base.Stage` (as in river): ``update(item)`` takes the
+next batch and returns what it finished, ``flush()`` finishes what the end of the stream allows and
+leaves the stage ready for a new stream, ``reset()`` makes it behave as freshly built. Output never
+depends on how the input was split into batches; ``tests/test_stage_contract.py`` checks every
+stage for it.
 """
 
-from .events import BlinkDetector, EventConfig, EventDetector, FixationDetector
+from .base import Stage
+from .chunker import Chunk, Chunker
+from .events import EventConfig, EventDetector
 from .features import FeatureRows, WindowConfig, WindowFeatures
 
 __all__ = [
-    "BlinkDetector",
+    "Chunk",
+    "Chunker",
     "EventConfig",
     "EventDetector",
     "FeatureRows",
-    "FixationDetector",
+    "Stage",
     "WindowConfig",
     "WindowFeatures",
 ]

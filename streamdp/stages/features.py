@@ -31,6 +31,7 @@ from ..events import EventBatch, Fixations, Saccades
 from ..gaze import BlinkEvents
 from ..kernels.wordbook import ALPHABET_SIZE, NgramCounter
 from ..schema import FEATURE_INDEX, N_FEATURES, WORDBOOK_ORDERS
+from .base import Stage
 
 _F64 = NDArray[np.float64]
 
@@ -157,14 +158,38 @@ class _SlidingMax:
         self.next = 0  # global index of the next event to enter
 
 
-class WindowFeatures:
-    """:class:`~streamdp.events.EventBatch` in, :class:`FeatureRows` out (stage contract)."""
+class WindowFeatures(Stage[EventBatch, FeatureRows]):
+    """:class:`~streamdp.events.EventBatch` in, :class:`FeatureRows` out (a
+    :class:`~streamdp.stages.base.Stage`).
+
+    A window is emitted once every event that could end in it is known, i.e. once the event
+    batch's ``final_before`` has passed its step time. Only the event detector knows where the
+    stream ends: its ``flush`` batch carries a ``final_before`` just past the last sample, so
+    feeding that batch emits the last windows, and :meth:`flush` itself has nothing left to add.
+
+    Examples
+    --------
+    >>> from streamdp.stages.events import EventDetector
+    >>> from streamdp.synthetic import generate
+    >>> gaze = generate(duration=12.0, rate=120.0, seed=1).recording.gaze
+    >>> detector, features = EventDetector(), WindowFeatures(WindowConfig(window=10.0, step=0.5))
+    >>> rows = FeatureRows.concat([features.update(detector.update(gaze)), features.update(detector.flush())])
+    >>> rows.values.shape, len(features.flush())
+    ((4, 52), 0)
+    """
 
     def __init__(self, config: WindowConfig | None = None) -> None:
         self.config = config or WindowConfig()
         self.reset()
 
+    def flush(self) -> FeatureRows:
+        """End of stream: every window the events allow was emitted by :meth:`update`; forget the
+        stream and return no rows."""
+        self.reset()
+        return FeatureRows()
+
     def reset(self) -> None:
+        """Forget the stream: the next event batch must start a segment (its ``restarts``)."""
         self._seg_start: float | None = None
         self._k = 0
         self._fix = _Column(("duration", "var_x", "var_y", "pupil_mean", "pupil_var"))
@@ -179,6 +204,7 @@ class WindowFeatures:
         self._w_first = 0  # first saccade (global index) still inside the window
 
     def update(self, events: EventBatch) -> FeatureRows:
+        """Take the detector's next event batch; return the windows it completed."""
         out: list[FeatureRows] = []
         fx, sc, bl = events.fixations, events.saccades, events.blinks
         for r, seg_end in zip(events.restarts.tolist(), events.segment_ends.tolist(), strict=False):

@@ -1,8 +1,15 @@
-"""Chunks in, :class:`~streamdp.privacy.release.PrivateRelease` out: mechanism + accountant."""
+"""Chunks in, :class:`~streamdp.privacy.release.PrivateRelease` out: mechanism + accountant.
+
+The privatizer is the only maker of releases: importing this module claims the process's
+:class:`~streamdp.privacy.release.ReleaseMint`, and the mint lives only inside
+:meth:`Privatizer.update`, after the accountant's charge and the mechanism's noise. No module or
+class attribute names it, so no import reaches it.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import numpy as np
 
@@ -10,20 +17,72 @@ from ..errors import BudgetExhausted
 from ..privacy.accountant import Accountant, PrivacyUnit, chunks_touched
 from ..privacy.mechanisms import Mechanism
 from ..privacy.noise import secure_generator
-from ..privacy.release import PrivateRelease, _make_release
+from ..privacy.release import PrivateRelease, ReleaseMint, claim_mint
+from .base import Stage
 from .chunker import Chunk
 
 log = logging.getLogger(__name__)
 
 
-class Privatizer:
+def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[PrivateRelease]]:
+    def update(self: Privatizer, chunks: list[Chunk]) -> list[PrivateRelease]:
+        """Charge, perturb and seal each chunk; return the releases.
+
+        When the session budget runs out midway, the releases made so far are returned and
+        ``exhausted`` becomes true.
+
+        Raises
+        ------
+        BudgetExhausted
+            ``chunks`` is not empty and the budget was already exhausted.
+        """
+        if chunks and self.exhausted:
+            raise BudgetExhausted(self.exhausted_message or "privacy budget exhausted")
+        out: list[PrivateRelease] = []
+        for chunk in chunks:
+            try:
+                entry = self.accountant.charge()
+            except BudgetExhausted as exc:
+                self.exhausted_message = str(exc)
+                log.warning("%s", exc)
+                break
+            res = self.mechanism.privatize(chunk.values, self.rng)
+            entry["clipped_fraction"] = res.clipped_fraction
+            if getattr(self.mechanism, "k_private", False):
+                entry["k_chosen"] = res.k.tolist()
+            out.append(
+                mint.seal(
+                    t=chunk.t,
+                    values=res.values,
+                    names=self.mechanism.bounds.names,
+                    ledger=entry,
+                    clipped_fraction=res.clipped_fraction,
+                )
+            )
+        return out
+
+    return update
+
+
+class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
     """Perturbs each chunk with ``mechanism`` after charging it to the accountant.
 
     ``rng`` defaults to a cryptographic generator seeded from the OS; pass
     ``secure_generator(seed)`` for reproducible research. When a session budget runs out the
-    releases made so far are returned, ``exhausted`` becomes true with a message, and the next
-    update raises :class:`~streamdp.errors.BudgetExhausted`.
+    releases made so far are returned, ``exhausted`` becomes true with a message
+    (``exhausted_message``), and the next update raises :class:`~streamdp.errors.BudgetExhausted`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamdp.privacy import dcfpa, default_profile, secure_generator
+    >>> priv = Privatizer(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=4), rng=secure_generator(1))
+    >>> (rel,) = priv.update([Chunk(np.arange(4) * 0.5, np.zeros((4, 52)))])
+    >>> rel.ledger["chunk_index"], rel.ledger["epsilon_spent"], priv.flush()
+    (0, 52.0, [])
     """
+
+    update = _update_with(claim_mint())
 
     def __init__(
         self,
@@ -47,30 +106,14 @@ class Privatizer:
 
     @property
     def exhausted(self) -> bool:
+        """Whether the session budget is spent: nothing more is released."""
         return self.exhausted_message is not None
 
-    def update(self, chunks: list[Chunk]) -> list[PrivateRelease]:
-        if chunks and self.exhausted:
-            raise BudgetExhausted(self.exhausted_message or "privacy budget exhausted")
-        out: list[PrivateRelease] = []
-        for chunk in chunks:
-            try:
-                entry = self.accountant.charge()
-            except BudgetExhausted as exc:
-                self.exhausted_message = str(exc)
-                log.warning("%s", exc)
-                break
-            res = self.mechanism.privatize(chunk.values, self.rng)
-            entry["clipped_fraction"] = res.clipped_fraction
-            if getattr(self.mechanism, "k_private", False):
-                entry["k_chosen"] = res.k.tolist()
-            out.append(
-                _make_release(chunk.t.copy(), res.values, self.mechanism.bounds.names, entry, res.clipped_fraction)
-            )
-        return out
-
     def flush(self) -> list[PrivateRelease]:
+        """Nothing is held between chunks: always ``[]``."""
         return []
 
     def reset(self) -> None:
-        """Forget the stream, but never the budget spent: the accountant is not reset."""
+        """Forget the stream, but never the budget spent: the accountant (ε spent, chunks
+        released, exhaustion) and the generator's state carry on, so a reset cannot buy a fresh
+        budget or repeat noise. The privatizer holds no other stream state."""

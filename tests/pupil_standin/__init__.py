@@ -1,2 +1,55 @@
 """A faithful stand-in of Pupil Capture's plugin environment (its ``plugin`` module, ``g_pool``,
-the IPC publisher and the world loop that publishes ``events``)."""
+the IPC publisher, the world loop that publishes ``events`` and the recorder)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from streamdp.gaze import Recording
+from streamdp.pupil_wire import recording_datums
+
+STANDIN = Path(__file__).resolve().parent
+PLUGINS = STANDIN.parents[1] / "plugins"
+
+
+@contextmanager
+def capture_plugin_environment() -> Iterator[SimpleNamespace]:
+    """Import the streamdp plugin as Capture does: the plugin folder on ``sys.path``, with
+    Capture's ``plugin`` module importable. Yields ``module`` (the plugin's), ``plugin`` (the
+    stand-in's ``plugin`` module), ``world`` and ``Recorder``; undone on exit."""
+    sys.path[:0] = [str(STANDIN), str(PLUGINS)]
+    try:
+        yield SimpleNamespace(
+            module=importlib.import_module("streamdp_capture"),
+            plugin=importlib.import_module("plugin"),
+            world=importlib.import_module("tests.pupil_standin.world"),
+            Recorder=importlib.import_module("recorder").Recorder,
+        )
+    finally:
+        sys.path.remove(str(STANDIN))
+        sys.path.remove(str(PLUGINS))
+        for name in ("streamdp_capture", "plugin", "recorder"):
+            sys.modules.pop(name, None)
+
+
+def world_frames(recording: Recording, fps: float = 30.0) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """The ``events`` of each world frame as Capture batches them: the gaze and blink datums
+    Capture would publish for ``recording`` in the frame's period."""
+    frame: dict[str, list[dict[str, Any]]] = {"gaze": [], "blinks": []}
+    t_next = float(recording.gaze.t[0]) + 1 / fps
+    for datum in recording_datums(recording):
+        while datum["timestamp"] >= t_next:
+            yield frame
+            frame = {"gaze": [], "blinks": []}
+            t_next += 1 / fps
+        if datum["topic"].startswith("gaze."):
+            frame["gaze"].append(datum)
+        elif datum["topic"] == "blinks":
+            frame["blinks"].append(datum)
+    yield frame

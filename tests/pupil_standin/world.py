@@ -41,3 +41,9 @@ def run_frame(g_pool: SimpleNamespace, events: dict[str, list[dict[str, Any]]]) 
             for d in data:
                 g_pool.ipc_pub.send(d)
     return events
+
+
+def deliver_notification(g_pool: SimpleNamespace, notification: dict[str, Any]) -> None:
+    """A notification as Capture's world loop hands it to every plugin, in order."""
+    for p in g_pool.plugins:
+        p.on_notify(notification)

@@ -1,0 +1,244 @@
+"""One configuration, the only factory of a pipeline.
+
+:class:`SessionConfig` holds, as plain values, everything that decides what a session outputs:
+the mechanism and its parameters, the unit of privacy and its budget, the bounds profile, the
+window and step, the event thresholds, the scene camera (field of view), the signal units, the
+pupil diameter unit and the live reorder window. The relay, the Capture plugin, the Neon relay,
+``replay``, ``demo``, ``evaluate`` and ``features`` all build their pipeline from it, and every CLI
+command takes its options from its fields (:mod:`streamdp.cli.options`), so an option added here
+reaches every command. It is frozen and picklable (worker processes, dask).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from .kernels.geometry import CAMERA_FOV_DEG
+from .privacy.accountant import UNITS, PrivacyUnit
+from .privacy.bounds import BoundsProfile, default_profile
+from .privacy.mechanisms import MECHANISMS, Mechanism, make_mechanism
+from .privacy.noise import secure_generator
+from .stages.events import EventConfig
+from .stages.features import WindowConfig
+
+#: the scene camera when neither the configuration nor the source names one
+DEFAULT_CAMERA = "pupil_core_720p"
+
+_EVENTS = EventConfig()
+
+
+def _opt(default: Any, help: str, group: str, **cli: Any) -> Any:
+    """A configuration field with what the CLI needs to offer it as an option."""
+    return field(default=default, metadata={"help": help, "group": group, **cli})
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Everything that decides a session's output.
+
+    Raises
+    ------
+    TypeError, ValueError
+        From the constructor: a field of the wrong type or out of range, named with its value;
+        from :meth:`check` also anything the mechanism, the unit or the bounds refuse.
+
+    Examples
+    --------
+    >>> cfg = SessionConfig(mechanism="dcfpa", epsilon=2.0, chunk_length=32)
+    >>> cfg.mechanism_instance().describe()["epsilon_per_feature"], cfg.event_config().fov_deg
+    (2.0, (99.0, 53.0))
+    >>> SessionConfig(mechanism="lpa", k=3).check()
+    Traceback (most recent call last):
+    ...
+    TypeError: lpa does not take parameter 'k'
+    """
+
+    # privacy
+    mechanism: str = _opt("dcfpa", "mechanism", "privacy", choices=tuple(MECHANISMS))
+    epsilon: float = _opt(1.0, "ε per feature per chunk", "privacy")
+    chunk_length: int = _opt(64, "steps per chunk, a power of two", "privacy")
+    transform: str | None = _opt(None, "dcfpa/cfpa: transform (default dft)", "privacy", choices=("dft", "dct"))
+    k: int | str | None = _opt(
+        None, "dcfpa/cfpa: coefficients kept, or 'private' (default: the public default)", "privacy"
+    )
+    sensitivity: str | None = _opt(
+        None, "dcfpa/cfpa: sensitivity (default bound)", "privacy", choices=("bound", "tight")
+    )
+    bounds: str | None = _opt(None, "bounds profile, TOML or JSON (default: the shipped profile)", "privacy")
+    unit: str = _opt("chunk", "unit of privacy", "privacy", choices=UNITS)
+    budget: float | None = _opt(None, "ε budget of the w-event or session unit", "privacy")
+    w: int | None = _opt(None, "w of the w-event unit", "privacy")
+    seed: int | None = _opt(None, "noise seed for reproducible research (default: OS entropy)", "privacy")
+    # features
+    window: float = _opt(30.0, "window length in s", "features")
+    step: float = _opt(0.5, "step in s (PrivacEye used 1)", "features")
+    camera: str = _opt(
+        "auto",
+        f"scene camera, for its field of view (auto: the source's, else {DEFAULT_CAMERA})",
+        "features",
+        choices=("auto", *sorted(CAMERA_FOV_DEG)),
+    )
+    units: str = _opt(
+        "deg", "signal units of the thresholds: deg (visual angle) or norm", "features", choices=("deg", "norm")
+    )
+    diameter_unit: str = _opt(
+        "auto",
+        "pupil diameter unit (auto: mm where the 3d detector gives it, else px)",
+        "features",
+        choices=("auto", "mm", "px"),
+    )
+    blinks: str = _opt(
+        "confidence",
+        "detect blinks from confidence, or take the source's blink events",
+        "features",
+        choices=("confidence", "given"),
+    )
+    min_confidence: float = _opt(_EVENTS.min_confidence, "samples below it take no part in fixations", "features")
+    max_dispersion: float = _opt(_EVENTS.max_dispersion, "I-DT dispersion threshold (deg or norm)", "features")
+    min_fixation_duration: float = _opt(_EVENTS.min_fixation_duration, "shortest fixation in s", "features")
+    max_fixation_duration: float | None = _opt(None, "longest fixation in s (default: uncut)", "features")
+    large_saccade: float = _opt(_EVENTS.large_saccade, "amplitude of a large saccade (deg or norm)", "features")
+    # live
+    reorder_window: float = _opt(0.05, "s of live gaze held back to put it in time order", "live")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            choices = f.metadata.get("choices")
+            if choices is not None and value is not None and value not in choices:
+                raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+        for name in (
+            "epsilon",
+            "window",
+            "step",
+            "min_confidence",
+            "max_dispersion",
+            "min_fixation_duration",
+            "large_saccade",
+            "reorder_window",
+        ):
+            _check_real(name, getattr(self, name))
+        for name in ("budget", "max_fixation_duration"):
+            if getattr(self, name) is not None:
+                _check_real(name, getattr(self, name))
+        for name in ("chunk_length", "w", "seed"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+                raise TypeError(f"{name} must be an int, got {v!r}")
+        if self.k is not None and self.k != "private" and (isinstance(self.k, bool) or not isinstance(self.k, int)):
+            raise TypeError(f"k must be an int or 'private', got {self.k!r}")
+        if self.reorder_window < 0 or not math.isfinite(self.reorder_window):
+            raise ValueError(f"reorder_window must be finite and ≥ 0, got {self.reorder_window!r}")
+        # the cheap parts validate now; the mechanism (maybe costly) in check()
+        self.window_config()
+        self.event_config()
+        self.privacy_unit()
+
+    # ------------------------------------------------------------- parts
+
+    def camera_for(self, source_camera: str | None = None) -> str:
+        """The scene camera: the configured one, else the source's, else the default."""
+        if self.camera != "auto":
+            return self.camera
+        return source_camera if source_camera in CAMERA_FOV_DEG else DEFAULT_CAMERA
+
+    def event_config(self, source_camera: str | None = None) -> EventConfig:
+        return EventConfig(
+            units=self.units,  # type: ignore[arg-type]
+            fov_deg=CAMERA_FOV_DEG[self.camera_for(source_camera)],
+            min_confidence=self.min_confidence,
+            max_dispersion=self.max_dispersion,
+            min_fixation_duration=self.min_fixation_duration,
+            max_fixation_duration=self.max_fixation_duration,
+            large_saccade=self.large_saccade,
+            blink_source=self.blinks,  # type: ignore[arg-type]
+            segment_gap=self.window,
+        )
+
+    def window_config(self) -> WindowConfig:
+        return WindowConfig(self.window, self.step)
+
+    def privacy_unit(self) -> PrivacyUnit:
+        return PrivacyUnit(self.unit, w=self.w, budget=self.budget)
+
+    def bounds_profile(self) -> BoundsProfile:
+        return _bounds(self.bounds)
+
+    def mechanism_params(self) -> dict[str, Any]:
+        """The mechanism parameters a user set: the others keep the mechanism's defaults, and a
+        parameter the mechanism does not take is refused by it, never dropped."""
+        params: dict[str, Any] = {"epsilon": self.epsilon, "chunk_length": self.chunk_length}
+        for name in ("transform", "k", "sensitivity"):
+            if getattr(self, name) is not None:
+                params[name] = getattr(self, name)
+        return params
+
+    def mechanism_instance(self) -> Mechanism:
+        """The mechanism (built once per configuration: mechanisms are immutable).
+
+        Raises
+        ------
+        TypeError, ValueError
+            A parameter the mechanism refuses, named with its value.
+        """
+        return _mechanism(self)
+
+    def check(self) -> SessionConfig:
+        """Build everything once, so that bad options fail before any socket or file exists."""
+        self.mechanism_instance()
+        return self
+
+    def rng(self, seed: int | None = None) -> np.random.Generator:
+        """A cryptographic generator seeded by ``seed`` (default: the configured seed; None: OS
+        entropy)."""
+        return secure_generator(self.seed if seed is None else seed)
+
+    def feature_pipeline(self, source_camera: str | None = None) -> Any:
+        """Gaze → feature rows (for the explicit, local, unsanitized ``features`` output)."""
+        from .pipeline import FeaturePipeline
+
+        return FeaturePipeline(self.event_config(source_camera), self.window_config())
+
+    def private_pipeline(self, seed: int | None = None, source_camera: str | None = None) -> Any:
+        """Gaze → sanitized releases, with the generator of :meth:`rng`."""
+        from .pipeline import PrivatePipeline
+
+        return PrivatePipeline(
+            self.mechanism_instance(),
+            unit=self.privacy_unit(),
+            rng=self.rng(seed),
+            events=self.event_config(source_camera),
+            window=self.window_config(),
+        )
+
+    def chunk_privatizer(self, seed: int | None = None) -> Any:
+        """Feature rows → sanitized releases (rows computed once, sanitized many ways)."""
+        from .pipeline import ChunkPrivatizer
+
+        return ChunkPrivatizer(self.mechanism_instance(), self.privacy_unit(), self.rng(seed), self.window_config())
+
+    def describe(self) -> dict[str, Any]:
+        """Every field as plain values (for ledgers and summaries)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _check_real(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+
+
+@lru_cache(maxsize=32)
+def _bounds(path: str | None) -> BoundsProfile:
+    return BoundsProfile.load(path) if path else default_profile()
+
+
+@lru_cache(maxsize=32)
+def _mechanism(config: SessionConfig) -> Mechanism:
+    return make_mechanism(config.mechanism, bounds=config.bounds_profile(), **config.mechanism_params())

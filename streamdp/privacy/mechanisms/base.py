@@ -1,0 +1,186 @@
+"""The validated, immutable base of every mechanism, and the base of the streaming chunk mechanisms.
+
+A mechanism takes keyword-only parameters, validates each of them at construction (a wrong type
+raises ``TypeError``, a value out of range ``ValueError``, both naming the parameter and the
+value) and can never change afterwards: setting or deleting an attribute raises
+``AttributeError``, and every array it exposes is a view of an immutable buffer, so not even
+``setflags(write=True)`` makes it writeable. Each class lists the parameters it takes in
+``parameters``, so that a configuration or a command line can ask it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABCMeta, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ...errors import InputError
+from ..bounds import BoundsProfile
+from ..noise import lattice_laplace
+from .validation import check_bounds, check_chunk_length, check_epsilon, frozen_array
+
+_F64 = NDArray[np.float64]
+_M = TypeVar("_M", bound="BaseMechanism")
+
+
+class _FrozenAfterInit(ABCMeta):
+    """Freezes every instance once its whole ``__init__`` chain has returned."""
+
+    def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(name, bases, namespace, **kwargs)
+        # without it, inspect and help() would show this metaclass's (*args, **kwargs)
+        init = inspect.signature(next(k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__))
+        cls.__signature__ = init.replace(parameters=list(init.parameters.values())[1:])
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        instance = super().__call__(*args, **kwargs)
+        object.__setattr__(instance, "_frozen", True)
+        return instance
+
+
+def _rebuild(cls: type[_M], arguments: dict[str, Any]) -> _M:
+    return cls(**arguments)
+
+
+class BaseMechanism(metaclass=_FrozenAfterInit):
+    """What every mechanism shares: keyword-only validated parameters, immutability, read-only
+    arrays, a readable ``repr``, and ``describe()`` for the ledger.
+
+    Subclasses set their attributes in ``__init__`` with :meth:`_set` only; the instance is frozen
+    when construction returns. Pickling and copying rebuild the mechanism from its
+    :meth:`arguments`, so a copy is validated and frozen like the original.
+    """
+
+    #: the name in ledgers, topics and the registry
+    name: ClassVar[str]
+    #: the keyword parameters the constructor takes, in order
+    parameters: ClassVar[tuple[str, ...]]
+    _frozen: bool = False
+
+    def _set(self, **attributes: Any) -> None:
+        """Set attributes during construction; arrays are stored as frozen copies."""
+        if self._frozen:
+            raise AttributeError(f"{type(self).__name__} is immutable: cannot set {', '.join(attributes)}")
+        for key, value in attributes.items():
+            object.__setattr__(self, key, frozen_array(value) if isinstance(value, np.ndarray) else value)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot set {key}")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot delete {key}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.arguments()))
+
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments this mechanism was built with, after validation and defaults:
+        ``type(m)(**m.arguments())`` builds the same mechanism."""
+        return {p: getattr(self, p) for p in self.parameters}
+
+    def __repr__(self) -> str:
+        args = self.arguments()
+        bounds = args.pop("bounds", None)
+        items = [f"{key}={value!r}" for key, value in args.items()]
+        if isinstance(bounds, BoundsProfile):
+            n = len(bounds.names)
+            items.append(f"bounds=<{bounds.source!r}, {n} feature{'s' if n != 1 else ''}>")
+        return f"{type(self).__name__}({', '.join(items)})"
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """The public parameters, for the ledger."""
+
+
+@dataclass(frozen=True, eq=False)
+class MechanismOutput:
+    """A perturbed chunk and what it took: values (n, F), fraction of inputs clipped, k per feature."""
+
+    values: _F64
+    clipped_fraction: float
+    k: NDArray[np.int64]
+
+
+def laplace_columns(rng: np.random.Generator, c: _F64, scale: _F64, mask: NDArray[np.bool_] | None = None) -> _F64:
+    """Lattice Laplace noise on every column at its own scale; rows outside ``mask`` (coefficients
+    not released) are zero."""
+    out = lattice_laplace(rng, c, scale)
+    return out if mask is None else np.where(mask, out, 0.0)
+
+
+class Mechanism(BaseMechanism):
+    """Base of the streaming mechanisms on a chunk of ``n`` steps × ``F`` features.
+
+    Unit of privacy of every chunk mechanism: **one chunk of one feature**. Two inputs are
+    neighbours when they are any two chunks inside the public bounds (after clipping). ε is per
+    feature per chunk, and the F features of a chunk compose sequentially to ``F·ε`` (see
+    :mod:`streamdp.privacy.accountant` for chunks, w-events, sessions and raw gaze).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε per feature per chunk, finite and > 0.
+    bounds : BoundsProfile
+        The public bounds; the chunk is clipped to them before any noise.
+    chunk_length : int
+        n, a power of two ≥ 2.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A parameter of the wrong type or out of range, named with its value.
+    """
+
+    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "bounds", "chunk_length")
+
+    epsilon: float
+    bounds: BoundsProfile
+    chunk_length: int
+
+    def __init__(self, *, epsilon: float, bounds: BoundsProfile, chunk_length: int) -> None:
+        self._set(
+            epsilon=check_epsilon("epsilon", epsilon),
+            bounds=check_bounds(bounds),
+            chunk_length=check_chunk_length(chunk_length),
+        )
+
+    @property
+    def n_features(self) -> int:
+        return len(self.bounds.names)
+
+    @property
+    def epsilon_chunk(self) -> float:
+        """ε of one chunk: the features compose sequentially."""
+        return self.epsilon * self.n_features
+
+    def _check_input(self, x: _F64) -> _F64:
+        arr = np.asarray(x, dtype=np.float64)
+        want = (self.chunk_length, self.n_features)
+        if arr.shape != want:
+            raise InputError(f"{self.name}: chunk has shape {arr.shape}, expected {want}")
+        if not np.all(np.isfinite(arr)):
+            r, c = np.argwhere(~np.isfinite(arr))[0]
+            raise InputError(f"{self.name}: chunk value at step {r}, feature {self.bounds.names[c]} is not finite")
+        return arr
+
+    def _clip(self, x: _F64) -> tuple[_F64, int]:
+        clipped = np.clip(x, self.bounds.lo, self.bounds.hi)
+        return clipped, int(np.count_nonzero(clipped != x))
+
+    @abstractmethod
+    def privatize(self, x: _F64, rng: np.random.Generator) -> MechanismOutput:
+        """The perturbed chunk.
+
+        Raises
+        ------
+        InputError
+            ``x`` is not a finite (chunk_length, F) array.
+        """
+
+    def describe(self) -> dict[str, Any]:
+        """The public parameters, for the ledger."""
+        return {"mechanism": self.name, "epsilon_per_feature": self.epsilon, "chunk_length": self.chunk_length}

@@ -1,0 +1,222 @@
+"""The gaze-heatmap mechanisms of Liu et al. 2019, on the validated, immutable base.
+
+Unit of privacy: **one observer** — neighbouring datasets differ in one observer's whole map,
+capped at ``m`` inside the mechanism, which moves the aggregate of ``n`` maps of ``r`` pixels by at
+most ``m√r/n`` in L2 and ``m·r/n`` in L1 (see :mod:`streamdp.privacy.heatmap`).
+
+- Laplace (Liu Theorem 3.5): Laplace scale ``b = m·r/(nε) = Δ₁/ε`` per pixel: ε-DP.
+- Gaussian (Liu Theorem 3.4) checked against the exact privacy profile of the Gaussian mechanism
+  (Balle & Wang 2018, Theorem 8); the larger σ is used: (ε, δ)-DP.
+
+Noise is drawn on a power-of-two lattice with the rounding charged to the sensitivity.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import log_ndtr
+
+from ...errors import InputError
+from ..noise import lattice_gaussian, lattice_laplace, lattice_step
+from .base import BaseMechanism
+from .validation import check_epsilon, check_fraction, check_positive_int
+
+_F64 = NDArray[np.float64]
+
+
+def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
+    """Exact δ of the Gaussian mechanism at ε (Balle & Wang 2018, Theorem 8)."""
+    a = sensitivity / (2.0 * sigma)
+    b = epsilon * sigma / sensitivity
+    return float(math.exp(log_ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b)))
+
+
+def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    """Smallest σ with ``gaussian_delta(σ) ≤ δ``, by bisection (δ decreases in σ)."""
+    lo, hi = 1e-12 * sensitivity, sensitivity
+    while gaussian_delta(hi, sensitivity, epsilon) > delta:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if gaussian_delta(mid, sensitivity, epsilon) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def liu_gaussian_sigma(cap: int, n_observers: int, pixels: int, epsilon: float, delta: float) -> float:
+    """σ of Liu et al. Theorem 3.4."""
+    return cap / (n_observers * epsilon) * math.sqrt(pixels * (epsilon / 2.0 + math.log(pixels / delta)))
+
+
+def _check_shape(value: object) -> tuple[int, int]:
+    if not (isinstance(value, tuple) and len(value) == 2) or any(
+        isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value
+    ):
+        raise TypeError(f"shape must be a (height, width) tuple of ints, got {value!r}")
+    if min(value) < 1:
+        raise ValueError(f"shape must be (height, width) of positive ints, got {value!r}")
+    return int(value[0]), int(value[1])
+
+
+class HeatmapMechanism(BaseMechanism):
+    """The shared base of the heatmap mechanisms: an aggregate of ``n_observers`` gaze maps of
+    ``shape`` pixels, each capped at ``cap`` inside the mechanism.
+
+    Unit of privacy: **one observer** (their whole capped map), see the module docstring.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε, finite and > 0.
+    cap : int
+        m, the cap on each pixel count of one observer's map, ≥ 1.
+    n_observers : int
+        The number of observers (public), ≥ 1.
+    shape : tuple of int
+        (height, width) of the maps, both ≥ 1.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A parameter of the wrong type or out of range, named with its value.
+    """
+
+    epsilon: float
+    cap: int
+    n_observers: int
+    shape: tuple[int, int]
+    sensitivity: float
+
+    def __init__(self, *, epsilon: float, cap: int, n_observers: int, shape: tuple[int, int]) -> None:
+        self._set(
+            epsilon=check_epsilon("epsilon", epsilon),
+            cap=check_positive_int("cap", cap),
+            n_observers=check_positive_int("n_observers", n_observers),
+            shape=_check_shape(shape),
+        )
+
+    @property
+    def pixels(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    def _aggregate(self, maps: _F64) -> _F64:
+        arr = np.asarray(maps, dtype=np.float64)
+        if arr.ndim != 3 or arr.shape[1:] != self.shape:
+            raise InputError(
+                f"{self.name}: maps have shape {arr.shape}, expected (observers, {self.shape[0]}, {self.shape[1]})"
+            )
+        if arr.shape[0] != self.n_observers:
+            raise InputError(f"{self.name}: {arr.shape[0]} maps given, the mechanism was built for {self.n_observers}")
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise InputError(f"{self.name}: maps must hold finite counts ≥ 0")
+        return np.minimum(arr, self.cap).mean(axis=0)  # the cap is enforced here, whatever came in
+
+    @abstractmethod
+    def privatize(self, maps: _F64, rng: np.random.Generator) -> _F64:
+        """The noisy aggregate map (height, width) of ``maps`` (n_observers, height, width).
+
+        Raises
+        ------
+        InputError
+            ``maps`` has the wrong shape or holds a negative or non-finite count.
+        """
+
+    def describe(self) -> dict[str, Any]:
+        """The public parameters."""
+        return {
+            "mechanism": self.name,
+            **{p: list(v) if isinstance(v, tuple) else v for p, v in self.arguments().items()},
+        }
+
+
+class HeatmapLaplace(HeatmapMechanism):
+    """Liu et al.'s Laplace mechanism (Theorem 3.5): ε-DP per observer (unit of privacy: one
+    observer), discrete Laplace of scale ``b = (m·r/n + r·γ)/ε`` on every pixel.
+
+    Parameters and errors as in :class:`HeatmapMechanism`.
+
+    Examples
+    --------
+    >>> HeatmapLaplace(epsilon=1.0, cap=2, n_observers=100, shape=(4, 6))
+    HeatmapLaplace(epsilon=1.0, cap=2, n_observers=100, shape=(4, 6))
+    """
+
+    name: ClassVar[str] = "heatmap-laplace"
+    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "cap", "n_observers", "shape")
+
+    scale: float
+    noise_level: float
+
+    def __init__(self, *, epsilon: float, cap: int, n_observers: int, shape: tuple[int, int]) -> None:
+        super().__init__(epsilon=epsilon, cap=cap, n_observers=n_observers, shape=shape)
+        sensitivity = self.cap * self.pixels / self.n_observers
+        gamma = lattice_step(sensitivity / self.epsilon)
+        scale = (sensitivity + self.pixels * gamma) / self.epsilon
+        # noise_level: the paper's "noise level", the standard deviation √2·b
+        self._set(sensitivity=sensitivity, scale=scale, noise_level=math.sqrt(2.0) * scale)
+
+    def privatize(self, maps: _F64, rng: np.random.Generator) -> _F64:
+        return lattice_laplace(rng, self._aggregate(maps), self.scale)
+
+
+class HeatmapGaussian(HeatmapMechanism):
+    """Liu et al.'s Gaussian mechanism: (ε, δ)-DP per observer (unit of privacy: one observer),
+    discrete Gaussian noise with σ the larger of Theorem 3.4's and the exact Gaussian calibration
+    (see the module docstring).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε, finite and > 0.
+    delta : float
+        δ, in (0, 1).
+    cap, n_observers, shape
+        As in :class:`HeatmapMechanism`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A parameter of the wrong type or out of range, named with its value.
+
+    Examples
+    --------
+    >>> m = HeatmapGaussian(epsilon=1.0, delta=1e-5, cap=2, n_observers=100, shape=(4, 6))
+    >>> m
+    HeatmapGaussian(epsilon=1.0, delta=1e-05, cap=2, n_observers=100, shape=(4, 6))
+    >>> m.sigma >= m.sigma_liu
+    True
+    """
+
+    name: ClassVar[str] = "heatmap-gaussian"
+    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "cap", "n_observers", "shape")
+
+    delta: float
+    sigma_liu: float
+    sigma_exact: float
+    sigma: float
+
+    def __init__(self, *, epsilon: float, delta: float, cap: int, n_observers: int, shape: tuple[int, int]) -> None:
+        super().__init__(epsilon=epsilon, cap=cap, n_observers=n_observers, shape=shape)
+        d = check_fraction("delta", delta)
+        sensitivity = self.cap * math.sqrt(self.pixels) / self.n_observers
+        sigma_liu = liu_gaussian_sigma(self.cap, self.n_observers, self.pixels, self.epsilon, d)
+        gamma = lattice_step(sigma_liu)
+        charged = sensitivity + math.sqrt(self.pixels) * gamma
+        sigma_exact = analytic_gaussian_sigma(charged, self.epsilon, d)
+        self._set(
+            delta=d,
+            sensitivity=sensitivity,
+            sigma_liu=sigma_liu,
+            sigma_exact=sigma_exact,
+            sigma=max(sigma_liu, sigma_exact),
+        )
+
+    def privatize(self, maps: _F64, rng: np.random.Generator) -> _F64:
+        return lattice_gaussian(rng, self._aggregate(maps), self.sigma)

@@ -1,0 +1,345 @@
+"""The session core: the one object between a gaze source and the sinks.
+
+A :class:`Session` owns decode → reorder → blink pairing → diameter unit → feature pipeline →
+chunker → privatizer → sinks, with its counters, :meth:`~Session.restart` and
+:meth:`~Session.status`. The relay, the Capture plugin, the Neon relay, ``replay``, ``demo``,
+``evaluate`` and ``features`` are thin I/O shells around it: they move bytes, dicts or files in and
+call one of
+
+- :meth:`Session.receive_frames` — Pupil backbone messages (the relay);
+- :meth:`Session.receive_datums` — Capture's ``events`` lists (the plugin);
+- :meth:`Session.update` — decoded columns from any other source (Neon);
+- :meth:`Session.run` — a whole recording (replay, evaluate, the offline demo).
+
+so that the same gaze gives the same releases whichever way it arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .config import SessionConfig
+from .errors import BudgetExhausted, InputError
+from .gaze import BlinkEvents, DiameterUnit, GazeBatch, GazeColumns, Recording, choose_diameter_unit
+from .privacy.release import PrivateRelease
+from .pupil_wire import GazeDecoder
+from .sinks import ReleaseSink
+from .stages.base import Stage
+from .stages.features import FeatureRows
+from .stages.reorder import ReorderBuffer
+from .status import SessionStatus, StatusEvent
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SessionCounters:
+    """What happened to the input; local to the device (raw functions of the gaze)."""
+
+    received: int = 0
+    malformed: int = 0
+    invalid: int = 0
+    late: int = 0
+    released: int = 0
+    dropped_steps: int = 0
+    reconnects: int = 0
+    restarts: int = 0
+    epsilon_spent: float = 0.0
+    budget_exhausted: bool = False
+
+
+def _concat_blinks(parts: list[BlinkEvents]) -> BlinkEvents | None:
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    import numpy as np
+
+    return BlinkEvents.from_arrays(np.concatenate([p.start for p in parts]), np.concatenate([p.end for p in parts]))
+
+
+class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
+    """A private session: gaze in, sealed releases out to every sink.
+
+    Parameters
+    ----------
+    config : SessionConfig
+        Everything that decides the output.
+    sinks : sequence of ReleaseSink
+        Where releases and status go (ZeroMQ, Capture events, files, memory).
+    seed : int, optional
+        Noise seed (default: the configuration's; None there: OS entropy).
+    camera : str, optional
+        The source's scene camera, used when the configuration says ``camera="auto"``.
+    source : str
+        Named in error messages and logs.
+    reorder : bool
+        Hold back ``config.reorder_window`` s of live gaze to put it in order (live sources);
+        recordings are already ordered.
+
+    Examples
+    --------
+    >>> from streamdp.synthetic import generate
+    >>> from streamdp.sinks import CollectingSink
+    >>> sink = CollectingSink()
+    >>> session = Session(SessionConfig(chunk_length=32, seed=0), sinks=[sink])
+    >>> releases = session.run(generate(duration=60.0, seed=1).recording)
+    >>> len(releases), len(sink.releases), releases[0].values.shape
+    (1, 1, (32, 52))
+    """
+
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        sinks: Sequence[ReleaseSink] = (),
+        seed: int | None = None,
+        camera: str | None = None,
+        source: str = "gaze",
+        reorder: bool = True,
+    ) -> None:
+        if not isinstance(config, SessionConfig):
+            raise TypeError(f"config must be a SessionConfig, got {type(config).__name__}")
+        self.config = config.check()
+        self.source = source
+        self.camera = config.camera_for(camera)
+        self.pipeline = config.private_pipeline(seed, camera)
+        self.sinks = list(sinks)
+        self.counters = SessionCounters()
+        self.decoder = GazeDecoder()
+        self._order = ReorderBuffer(config.reorder_window) if reorder else None
+        self._given = config.blinks == "given"
+        #: called with each release before the sinks get it (latency measurements)
+        self.on_release: Callable[[PrivateRelease], None] | None = None
+        self.reset()
+
+    @classmethod
+    def for_recording(
+        cls, config: SessionConfig, recording: Recording, *, sinks: Sequence[ReleaseSink] = (), seed: int | None = None
+    ) -> Session:
+        """A session for an ordered recording: its camera, its name, no reorder window."""
+        return cls(config, sinks=sinks, seed=seed, camera=recording.camera, source=recording.name, reorder=False)
+
+    # ------------------------------------------------------------- stage contract
+
+    def update(self, item: GazeColumns, /, blinks: BlinkEvents | None = None) -> list[PrivateRelease]:
+        """Decoded gaze (any order within the reorder window) and blinks finished since the last
+        call; returns the releases this made (already handed to the sinks)."""
+        if blinks is not None and self._given:
+            self._blinks.append(blinks)
+        if self._order is None:
+            return self._feed(item)
+        out: list[PrivateRelease] = []
+        if self._order.clock_went_back(item):
+            log.warning("%s: the clock went back (the source restarted): new segment", self.source)
+            out += self.restart(StatusEvent.CAPTURE_RESTARTED)
+        late = self._order.late
+        fresh = self._order.update(item)
+        self.counters.late += self._order.late - late
+        return out + self._feed(fresh)
+
+    def flush(self) -> list[PrivateRelease]:
+        """End of stream: everything held is fed, the windows finish; a partial chunk is dropped."""
+        out = self._drain()
+        out += self._guarded(self.pipeline.flush)
+        self._after(out)
+        return out
+
+    def reset(self) -> None:
+        """Forget the stream (windows, partial chunk, held gaze, half-paired blinks, the diameter
+        unit); the budget spent and the counters are kept."""
+        self.pipeline.reset()
+        self.decoder.reset()
+        if self._order is not None:
+            self._order.reset()
+        self._blinks: list[BlinkEvents] = []
+        self._unit: DiameterUnit | None = None if self.config.diameter_unit == "auto" else self.config.diameter_unit  # type: ignore[assignment]
+
+    # ------------------------------------------------------------- shells' entry points
+
+    def receive_frames(self, messages: Iterable[Sequence[bytes]]) -> list[PrivateRelease]:
+        """Backbone messages ``[topic, msgpack payload, …]`` of gaze and blinks (the relay)."""
+        n = 0
+        for frames in messages:
+            self.decoder.add_frames(frames)
+            n += 1
+        self.counters.received += n
+        return self._decoded()
+
+    def receive(
+        self, gaze: GazeColumns, blinks: BlinkEvents | None = None, *, invalid: int = 0
+    ) -> list[PrivateRelease]:
+        """Gaze a shell decoded itself (Neon), with the number of datums it could not decode."""
+        self.counters.received += len(gaze) + invalid
+        self.counters.invalid += invalid
+        return self.update(gaze, blinks)
+
+    def receive_datums(self, gaze: Sequence[object] = (), blinks: Sequence[object] = ()) -> list[PrivateRelease]:
+        """Capture's ``events["gaze"]`` and ``events["blinks"]`` lists (the plugin)."""
+        for i, datum in enumerate(gaze):
+            self.decoder.add_gaze(datum, f"events['gaze'][{i}]")
+        if self._given:
+            for i, datum in enumerate(blinks):
+                self.decoder.add_blink(datum, f"events['blinks'][{i}]")
+        self.counters.received += len(gaze)
+        return self._decoded()
+
+    def run(self, recording: Recording) -> list[PrivateRelease]:
+        """A whole recording, then the end of the stream.
+
+        Raises
+        ------
+        InputError
+            ``blinks="given"`` and the recording has no blink events.
+        """
+        if self._given and recording.blinks is None:
+            raise InputError(f"{recording.name}: blinks 'given', but the recording has no blink events")
+        self.counters.received += len(recording.gaze)
+        out = self.update(GazeColumns.from_batch(recording.gaze), recording.blinks if self._given else None)
+        return out + self.flush()
+
+    def restart(self, event: StatusEvent = StatusEvent.CAPTURE_RESTARTED) -> list[PrivateRelease]:
+        """The source restarted or was lost: finish what the held data allow, then start a new
+        segment with the next gaze. Nothing is computed across the gap; the budget is kept."""
+        if event is StatusEvent.RECONNECTING:
+            self.counters.reconnects += 1
+        else:
+            self.counters.restarts += 1
+        out = self.flush()
+        self.decoder.reset()
+        if self._order is not None:
+            self._order.reset()
+        return out
+
+    # ------------------------------------------------------------- status
+
+    @property
+    def exhausted(self) -> bool:
+        return self.pipeline.privatizer.exhausted
+
+    def status(self, event: StatusEvent = StatusEvent.RUNNING, subscribers: int = 0) -> SessionStatus:
+        c = self.counters
+        return SessionStatus(
+            received=c.received,
+            malformed=c.malformed,
+            invalid=c.invalid,
+            late=c.late,
+            released=c.released,
+            dropped_steps=self.pipeline.chunker.dropped_steps,
+            reconnects=c.reconnects,
+            restarts=c.restarts,
+            epsilon_spent=float(self.pipeline.privatizer.accountant.spent),
+            budget_exhausted=self.exhausted,
+            mechanism=self.config.mechanism,
+            subscribers=subscribers,
+            event=event,
+        )
+
+    def publish_status(self, event: StatusEvent = StatusEvent.RUNNING, subscribers: int = 0) -> SessionStatus:
+        status = self.status(event, subscribers)
+        for sink in self.sinks:
+            sink.publish_status(status)
+        return status
+
+    def continue_budget(self, previous: Session) -> None:
+        """Carry the ε spent, the chunk count and the w-event history of ``previous`` (a session
+        this one replaces after a settings change): a new configuration never resets a budget."""
+        old = previous.pipeline.privatizer.accountant
+        new = self.pipeline.privatizer.accountant
+        new.spent, new.released = old.spent, old.released
+        new._recent = deque(old._recent)
+        self.counters = previous.counters
+
+    def feature_rows(self, recording: Recording) -> FeatureRows:
+        """The unsanitized feature rows of a whole recording, converted exactly as :meth:`run`
+        converts it (camera, units, diameter unit) but through a pipeline of their own: the
+        session's stream and budget are untouched. Local research output (``streamdp
+        features``), never released.
+
+        Raises
+        ------
+        InputError
+            ``blinks="given"`` and the recording has no blink events.
+        """
+        if self._given and recording.blinks is None:
+            raise InputError(f"{recording.name}: blinks 'given', but the recording has no blink events")
+        unit = self._unit
+        try:
+            batch = self._to_batch(GazeColumns.from_batch(recording.gaze))
+        finally:
+            self._unit = unit
+        pipeline = self.config.feature_pipeline(self.camera)
+        rows = pipeline.update(batch, recording.blinks if self._given else None)
+        return FeatureRows.concat([rows, pipeline.flush()])
+
+    def keep_feature_rows(self) -> list[FeatureRows]:
+        """Collect the unsanitized feature rows locally (research only; never a network sink)."""
+        rows: list[FeatureRows] = []
+        self.pipeline.on_rows = rows.append
+        return rows
+
+    # ------------------------------------------------------------- internals
+
+    def _decoded(self) -> list[PrivateRelease]:
+        dec, c = self.decoder, self.counters
+        c.malformed, dec.malformed = c.malformed + dec.malformed, 0
+        c.invalid, dec.invalid = c.invalid + dec.invalid, 0
+        cols, blinks = dec.take()
+        if not len(cols) and blinks is None:
+            return []
+        return self.update(cols, blinks)
+
+    def _drain(self) -> list[PrivateRelease]:
+        if self._order is None:
+            return []
+        return self._feed(self._order.flush())
+
+    def _feed(self, cols: GazeColumns) -> list[PrivateRelease]:
+        blinks = _concat_blinks(self._blinks) if self._given else None
+        if not len(cols) and blinks is None:
+            return []
+        try:
+            batch = self._to_batch(cols)
+        except InputError as exc:
+            if self._order is None:
+                raise  # a recording: refuse, never guess
+            self.counters.invalid += len(cols)
+            log.warning("%s: skipped a batch of %d samples: %s", self.source, len(cols), exc)
+            return []
+        self._blinks = []
+        out = self._guarded(lambda: self.pipeline.update(batch, blinks))
+        self._after(out)
+        return out
+
+    def _to_batch(self, cols: GazeColumns) -> GazeBatch:
+        if self._unit is None:
+            self._unit = choose_diameter_unit(cols.diameter_mm, cols.diameter_px)
+        return cols.to_batch(self._unit or "none", self.source)
+
+    def _guarded(self, step: Callable[[], list[PrivateRelease]]) -> list[PrivateRelease]:
+        try:
+            return step()
+        except BudgetExhausted:
+            return []  # already said once, when it happened (see _after)
+
+    def _after(self, releases: list[PrivateRelease]) -> None:
+        for rel in releases:
+            if self.on_release is not None:
+                self.on_release(rel)
+            for sink in self.sinks:
+                sink.publish(rel)
+            self.counters.released += 1
+        c = self.counters
+        c.epsilon_spent = float(self.pipeline.privatizer.accountant.spent)
+        c.dropped_steps = self.pipeline.chunker.dropped_steps
+        if self.exhausted and not c.budget_exhausted:
+            c.budget_exhausted = True
+            log.error("%s: %s", self.source, self.pipeline.privatizer.exhausted_message)
+            self.publish_status(StatusEvent.BUDGET_EXHAUSTED)
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.source, "camera": self.camera, **self.config.describe()}
