@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .kernels.geometry import CAMERA_FOV_DEG
+from .pipeline import ChunkPrivatizer, FeaturePipeline, PrivatePipeline
 from .privacy.accountant import UNITS, PrivacyUnit
 from .privacy.bounds import BoundsProfile, default_profile
 from .privacy.mechanisms import MECHANISMS, Mechanism, make_mechanism
@@ -30,6 +31,8 @@ from .stages.features import WindowConfig
 DEFAULT_CAMERA = "pupil_core_720p"
 
 _EVENTS = EventConfig()
+#: EventConfig fields that SessionConfig holds under the same name
+EVENT_FIELDS = tuple(f.name for f in fields(EventConfig) if f.name not in ("fov_deg", "blink_source", "segment_gap"))
 
 
 def _opt(default: Any, help: str, group: str, **cli: Any) -> Any:
@@ -103,6 +106,15 @@ class SessionConfig:
     min_fixation_duration: float = _opt(_EVENTS.min_fixation_duration, "shortest fixation in s", "features")
     max_fixation_duration: float | None = _opt(None, "longest fixation in s (default: uncut)", "features")
     large_saccade: float = _opt(_EVENTS.large_saccade, "amplitude of a large saccade (deg or norm)", "features")
+    max_sample_gap: float = _opt(_EVENTS.max_sample_gap, "s without a usable sample that end a fixation", "features")
+    max_saccade_interval: float = _opt(
+        _EVENTS.max_saccade_interval, "longest s from one fixation to the next that is a saccade", "features"
+    )
+    blink_filter_length: float = _opt(_EVENTS.blink_filter_length, "blink step filter history in s", "features")
+    blink_onset: float = _opt(_EVENTS.blink_onset, "blink filter onset threshold", "features")
+    blink_offset: float = _opt(_EVENTS.blink_offset, "blink filter offset threshold", "features")
+    min_blink_duration: float = _opt(_EVENTS.min_blink_duration, "shortest blink in s", "features")
+    max_blink_duration: float = _opt(_EVENTS.max_blink_duration, "longest blink in s", "features")
     # live
     reorder_window: float = _opt(0.05, "s of live gaze held back to put it in time order", "live")
 
@@ -112,20 +124,12 @@ class SessionConfig:
             choices = f.metadata.get("choices")
             if choices is not None and value is not None and value not in choices:
                 raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
-        for name in (
-            "epsilon",
-            "window",
-            "step",
-            "min_confidence",
-            "max_dispersion",
-            "min_fixation_duration",
-            "large_saccade",
-            "reorder_window",
-        ):
+        for name in ("epsilon", "window", "step", "reorder_window"):
             _check_real(name, getattr(self, name))
-        for name in ("budget", "max_fixation_duration"):
-            if getattr(self, name) is not None:
-                _check_real(name, getattr(self, name))
+        for name in ("budget", *EVENT_FIELDS):
+            value = getattr(self, name)
+            if name != "units" and value is not None:
+                _check_real(name, value)
         for name in ("chunk_length", "w", "seed"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
@@ -148,16 +152,15 @@ class SessionConfig:
         return source_camera if source_camera in CAMERA_FOV_DEG else DEFAULT_CAMERA
 
     def event_config(self, source_camera: str | None = None) -> EventConfig:
+        """The detector's thresholds: every :class:`EventConfig` field is a field of this
+        configuration by the same name, but the camera (→ ``fov_deg``), ``blinks`` (→
+        ``blink_source``) and the window (→ ``segment_gap``: windows restart after a gap)."""
+        same = {name: getattr(self, name) for name in EVENT_FIELDS}
         return EventConfig(
-            units=self.units,  # type: ignore[arg-type]
             fov_deg=CAMERA_FOV_DEG[self.camera_for(source_camera)],
-            min_confidence=self.min_confidence,
-            max_dispersion=self.max_dispersion,
-            min_fixation_duration=self.min_fixation_duration,
-            max_fixation_duration=self.max_fixation_duration,
-            large_saccade=self.large_saccade,
             blink_source=self.blinks,  # type: ignore[arg-type]
             segment_gap=self.window,
+            **same,
         )
 
     def window_config(self) -> WindowConfig:
@@ -198,16 +201,12 @@ class SessionConfig:
         entropy)."""
         return secure_generator(self.seed if seed is None else seed)
 
-    def feature_pipeline(self, source_camera: str | None = None) -> Any:
+    def feature_pipeline(self, source_camera: str | None = None) -> FeaturePipeline:
         """Gaze → feature rows (for the explicit, local, unsanitized ``features`` output)."""
-        from .pipeline import FeaturePipeline
-
         return FeaturePipeline(self.event_config(source_camera), self.window_config())
 
-    def private_pipeline(self, seed: int | None = None, source_camera: str | None = None) -> Any:
+    def private_pipeline(self, seed: int | None = None, source_camera: str | None = None) -> PrivatePipeline:
         """Gaze → sanitized releases, with the generator of :meth:`rng`."""
-        from .pipeline import PrivatePipeline
-
         return PrivatePipeline(
             self.mechanism_instance(),
             unit=self.privacy_unit(),
@@ -216,10 +215,8 @@ class SessionConfig:
             window=self.window_config(),
         )
 
-    def chunk_privatizer(self, seed: int | None = None) -> Any:
+    def chunk_privatizer(self, seed: int | None = None) -> ChunkPrivatizer:
         """Feature rows → sanitized releases (rows computed once, sanitized many ways)."""
-        from .pipeline import ChunkPrivatizer
-
         return ChunkPrivatizer(self.mechanism_instance(), self.privacy_unit(), self.rng(seed), self.window_config())
 
     def describe(self) -> dict[str, Any]:

@@ -332,21 +332,22 @@ _FIELDS = ("t", "x", "y", "confidence", "diameter_mm", "diameter_px", "eye_id", 
 
 
 def choose_diameter_unit(diameter_mm: _F64, diameter_px: _F64) -> DiameterUnit | None:
-    """The unit a stream's pupil diameters are taken in, from the first data that carry one:
-    mm when any ``diameter_3d`` is present (Capture's 3d detector), else px (2d detector); None
-    while no diameter has been seen. Recordings and live streams use this one rule, so that the
-    same gaze gives the same features whichever way it arrives.
+    """The unit of a stream's pupil diameters when its source does not say (time-ordered
+    arrays): that of the first sample carrying a diameter, mm where it has a ``diameter_3d``,
+    else px; None while no diameter has been seen. Only the first sample decides, so the unit
+    never depends on how the stream was split into batches. (Pupil gaze says it in its topic,
+    ``gaze.3d`` or ``gaze.2d``: see :attr:`streamdp.pupil_wire.GazeDecoder.detector_unit`.)
 
     Examples
     --------
     >>> nan = float("nan")
     >>> choose_diameter_unit(np.array([nan, 3.1]), np.array([40.0, 41.0]))
-    'mm'
-    >>> choose_diameter_unit(np.array([nan]), np.array([40.0])), choose_diameter_unit(np.array([nan]), np.array([nan]))
-    ('px', None)
+    'px'
+    >>> choose_diameter_unit(np.array([3.0]), np.array([40.0])), choose_diameter_unit(np.array([nan]), np.array([nan]))
+    ('mm', None)
     """
-    if np.any(np.isfinite(diameter_mm)):
-        return "mm"
-    if np.any(np.isfinite(diameter_px)):
-        return "px"
-    return None
+    has_mm = np.isfinite(diameter_mm)
+    seen = np.flatnonzero(has_mm | np.isfinite(diameter_px))
+    if not seen.size:
+        return None
+    return "mm" if has_mm[seen[0]] else "px"

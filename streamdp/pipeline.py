@@ -6,7 +6,6 @@ Build them from a :class:`~streamdp.config.SessionConfig` (``config.feature_pipe
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -130,9 +129,7 @@ class PrivatePipeline(Stage[GazeBatch, "list[PrivateRelease]"]):
         self.sanitizer = ChunkPrivatizer(mechanism, unit, rng, self.features.window_config)
         self.chunker = self.sanitizer.chunker
         self.privatizer = self.sanitizer.privatizer
-        #: a local research tap: called with every batch of unsanitized feature rows. Never
-        #: connect it to a network sink (rows are raw functions of the gaze).
-        self.on_rows: Callable[[FeatureRows], None] | None = None
+        self._kept_rows: list[FeatureRows] | None = None
 
     def update(self, item: GazeBatch, /, blinks: BlinkEvents | None = None) -> list[PrivateRelease]:
         return self._release(self.features.update(item, blinks))
@@ -145,9 +142,15 @@ class PrivatePipeline(Stage[GazeBatch, "list[PrivateRelease]"]):
         self.features.reset()
         self.sanitizer.reset()
 
+    def keep_rows(self) -> list[FeatureRows]:
+        """From now on, keep every batch of unsanitized feature rows in the returned list: local
+        research output (rows are raw functions of the gaze), never a sink's input."""
+        self._kept_rows = []
+        return self._kept_rows
+
     def _release(self, rows: FeatureRows) -> list[PrivateRelease]:
-        if self.on_rows is not None and len(rows):
-            self.on_rows(rows)
+        if self._kept_rows is not None and len(rows):
+            self._kept_rows.append(rows)
         return self.sanitizer.update(rows)
 
     def restart(self) -> list[PrivateRelease]:

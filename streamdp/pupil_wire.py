@@ -17,14 +17,23 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
 from .errors import InputError
-from .gaze import BINOCULAR, UNKNOWN_EYE, BlinkEvents, GazeBatch, GazeColumns, Recording, choose_diameter_unit
+from .gaze import (
+    BINOCULAR,
+    UNKNOWN_EYE,
+    BlinkEvents,
+    DiameterUnit,
+    GazeBatch,
+    GazeColumns,
+    Recording,
+    choose_diameter_unit,
+)
 
 _F64 = NDArray[np.float64]
 
@@ -41,31 +50,54 @@ def _number(value: Any, where: str, field: str) -> float:
     return v
 
 
+def _positive(v: object) -> TypeGuard[float]:
+    """A usable diameter: a finite number > 0 (``0 < v < inf`` is False for NaN)."""
+    if type(v) is float:
+        return 0.0 < v < math.inf
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
 def _diameters(datum: Mapping[str, Any]) -> tuple[float, float]:
     """(diameter_3d mm, diameter px) averaged over the datum's pupil base data; NaN where absent."""
     base = datum.get("base_data")
     if isinstance(base, Mapping):
         base = (base,)
-    if not isinstance(base, (list, tuple)):
+    elif type(base) is not list and not isinstance(base, tuple):
         return math.nan, math.nan
     mm = px = 0.0
     n_mm = n_px = 0
     for b in base:
-        if not isinstance(b, Mapping):
+        if type(b) is not dict and not isinstance(b, Mapping):
             continue
         v = b.get("diameter_3d")
-        # `0 < v < inf` is False for NaN and keeps infinities out
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf:
+        if _positive(v):
             mm += v
             n_mm += 1
         v = b.get("diameter")
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf:
+        if _positive(v):
             px += v
             n_px += 1
     return (mm / n_mm if n_mm else math.nan, px / n_px if n_px else math.nan)
 
 
+def _detector_unit(topic: object) -> DiameterUnit | None:
+    s = str(topic)
+    return "mm" if s.startswith("gaze.3d.") else "px" if s.startswith("gaze.2d.") else None
+
+
+_EYE_OF_TOPIC: dict[object, int] = {}
+
+
 def _eye(topic: object) -> int:
+    eye = _EYE_OF_TOPIC.get(topic) if type(topic) is str else None
+    if eye is None:
+        eye = _eye_of(topic)
+        if type(topic) is str and len(_EYE_OF_TOPIC) < 64:  # a handful of topics in practice
+            _EYE_OF_TOPIC[topic] = eye
+    return eye
+
+
+def _eye_of(topic: object) -> int:
     s = str(topic)
     if s.endswith("01."):
         return BINOCULAR
@@ -146,6 +178,9 @@ class GazeDecoder:
 
     def __init__(self, *, strict: bool = False) -> None:
         self.strict = strict
+        #: the diameter unit the gaze's pupil detector gives, from the first gaze topic that
+        #: names it: mm for ``gaze.3d.*`` (``diameter_3d``), px for ``gaze.2d.*``
+        self.detector_unit: DiameterUnit | None = None
         self.malformed = 0
         self.invalid = 0
         self.pairing = BlinkPairing()
@@ -153,15 +188,16 @@ class GazeDecoder:
         self._clear()
 
     def _clear(self) -> None:
-        self._t, self._x, self._y = array("d"), array("d"), array("d")
-        self._conf, self._mm, self._px = array("d"), array("d"), array("d")
+        # six doubles per sample (t, x, y, confidence, mm, px), row after row
+        self._rows = array("d")
         self._eye = array("b")
         self._blink_start, self._blink_end = array("d"), array("d")
         self._had_blinks = False
 
     def reset(self) -> None:
-        """Forget what was decoded and a blink half-paired (the source restarted)."""
+        """Forget what was decoded, a blink half-paired and the detector (the source restarted)."""
         self.pairing = BlinkPairing()
+        self.detector_unit = None
         self._clear()
 
     def add_frames(self, frames: Sequence[bytes]) -> None:
@@ -209,13 +245,10 @@ class GazeDecoder:
         self._append(datum, t, x, y, conf)
 
     def _append(self, datum: Mapping[str, Any], t: float, x: float, y: float, conf: float) -> None:
+        if self.detector_unit is None:
+            self.detector_unit = _detector_unit(datum.get("topic"))
         mm, px = _diameters(datum)
-        self._t.append(t)
-        self._x.append(x)
-        self._y.append(y)
-        self._conf.append(conf)
-        self._mm.append(mm)
-        self._px.append(px)
+        self._rows.extend((t, x, y, conf, mm, px))
         self._eye.append(_eye(datum.get("topic", "")))
 
     def add_blink(self, datum: object, where: str) -> None:
@@ -234,21 +267,11 @@ class GazeDecoder:
     def take(self) -> tuple[GazeColumns, BlinkEvents | None]:
         """The gaze decoded since the last call (arrival order) and the blinks finished since then
         (None when no blink datum arrived at all)."""
-        n = len(self._t)
-
-        def col(a: array[float]) -> _F64:
-            return np.frombuffer(a, dtype=np.float64) if n else np.empty(0)
-
-        cols = GazeColumns(
-            col(self._t),
-            col(self._x),
-            col(self._y),
-            col(self._conf),
-            col(self._mm),
-            col(self._px),
-            np.frombuffer(self._eye, dtype=np.int8) if n else np.empty(0, dtype=np.int8),
-            np.ones(n, dtype=bool),
-        )
+        n = len(self._eye)
+        rows = np.frombuffer(self._rows, dtype=np.float64).reshape(n, 6) if n else np.empty((0, 6))
+        t, x, y, conf, mm, px = (np.ascontiguousarray(c) for c in rows.T)
+        eye = np.frombuffer(self._eye, dtype=np.int8) if n else np.empty(0, dtype=np.int8)
+        cols = GazeColumns(t, x, y, conf, mm, px, eye, np.ones(n, dtype=bool))
         blinks = None
         if self._had_blinks:
             blinks = BlinkEvents.from_arrays(np.array(self._blink_start), np.array(self._blink_end))
@@ -270,7 +293,8 @@ def gaze_from_datums(datums: Iterable[object], source: str) -> GazeBatch:
     cols, _ = dec.take()
     order = np.argsort(cols.t, kind="stable")
     cols = cols.take(order)
-    return cols.to_batch(choose_diameter_unit(cols.diameter_mm, cols.diameter_px) or "none", source)
+    unit = dec.detector_unit or choose_diameter_unit(cols.diameter_mm, cols.diameter_px) or "none"
+    return cols.to_batch(unit, source)
 
 
 # ---------------------------------------------------------------- encoding

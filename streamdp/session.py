@@ -17,10 +17,11 @@ so that the same gaze gives the same releases whichever way it arrives.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from .config import SessionConfig
 from .errors import BudgetExhausted, InputError
@@ -38,18 +39,18 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SessionCounters:
-    """What happened to the input; local to the device (raw functions of the gaze)."""
+    """What happened to the input and the output; local to the device (raw functions of the
+    gaze). The budget's state is the accountant's, read by :meth:`Session.status`."""
 
     received: int = 0
     malformed: int = 0
     invalid: int = 0
     late: int = 0
     released: int = 0
-    dropped_steps: int = 0
+    #: steps dropped in streams already reset (the chunker counts the current one)
+    dropped_before: int = 0
     reconnects: int = 0
     restarts: int = 0
-    epsilon_spent: float = 0.0
-    budget_exhausted: bool = False
 
 
 def _concat_blinks(parts: list[BlinkEvents]) -> BlinkEvents | None:
@@ -57,8 +58,6 @@ def _concat_blinks(parts: list[BlinkEvents]) -> BlinkEvents | None:
         return None
     if len(parts) == 1:
         return parts[0]
-    import numpy as np
-
     return BlinkEvents.from_arrays(np.concatenate([p.start for p in parts]), np.concatenate([p.end for p in parts]))
 
 
@@ -108,9 +107,13 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         self.source = source
         self.camera = config.camera_for(camera)
         self.pipeline = config.private_pipeline(seed, camera)
+        for sink in sinks:
+            if not isinstance(sink, ReleaseSink):
+                raise TypeError(f"sinks must implement ReleaseSink (publish, publish_status, close), got {sink!r}")
         self.sinks = list(sinks)
         self.counters = SessionCounters()
         self.decoder = GazeDecoder()
+        self._said_exhausted = False
         self._order = ReorderBuffer(config.reorder_window) if reorder else None
         self._given = config.blinks == "given"
         #: called with each release before the sinks get it (latency measurements)
@@ -129,14 +132,15 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
     def update(self, item: GazeColumns, /, blinks: BlinkEvents | None = None) -> list[PrivateRelease]:
         """Decoded gaze (any order within the reorder window) and blinks finished since the last
         call; returns the releases this made (already handed to the sinks)."""
+        out: list[PrivateRelease] = []
+        if self._order is not None and self._order.clock_went_back(item):
+            log.warning("%s: the clock went back (the source restarted): new segment", self.source)
+            out += self.restart(StatusEvent.CAPTURE_RESTARTED)
+        # after the restart: blinks on the new clock belong to the new segment
         if blinks is not None and self._given:
             self._blinks.append(blinks)
         if self._order is None:
             return self._feed(item)
-        out: list[PrivateRelease] = []
-        if self._order.clock_went_back(item):
-            log.warning("%s: the clock went back (the source restarted): new segment", self.source)
-            out += self.restart(StatusEvent.CAPTURE_RESTARTED)
         late = self._order.late
         fresh = self._order.update(item)
         self.counters.late += self._order.late - late
@@ -152,6 +156,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
     def reset(self) -> None:
         """Forget the stream (windows, partial chunk, held gaze, half-paired blinks, the diameter
         unit); the budget spent and the counters are kept."""
+        self.counters.dropped_before = self.dropped_steps
         self.pipeline.reset()
         self.decoder.reset()
         if self._order is not None:
@@ -196,8 +201,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         InputError
             ``blinks="given"`` and the recording has no blink events.
         """
-        if self._given and recording.blinks is None:
-            raise InputError(f"{recording.name}: blinks 'given', but the recording has no blink events")
+        self._check_blinks(recording)
         self.counters.received += len(recording.gaze)
         out = self.update(GazeColumns.from_batch(recording.gaze), recording.blinks if self._given else None)
         return out + self.flush()
@@ -218,6 +222,11 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
     # ------------------------------------------------------------- status
 
     @property
+    def dropped_steps(self) -> int:
+        """Feature steps never released because they did not fill a chunk (gaps, restarts, ends)."""
+        return self.counters.dropped_before + self.pipeline.chunker.dropped_steps
+
+    @property
     def exhausted(self) -> bool:
         return self.pipeline.privatizer.exhausted
 
@@ -229,7 +238,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             invalid=c.invalid,
             late=c.late,
             released=c.released,
-            dropped_steps=self.pipeline.chunker.dropped_steps,
+            dropped_steps=self.dropped_steps,
             reconnects=c.reconnects,
             restarts=c.restarts,
             epsilon_spent=float(self.pipeline.privatizer.accountant.spent),
@@ -248,10 +257,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
     def continue_budget(self, previous: Session) -> None:
         """Carry the ε spent, the chunk count and the w-event history of ``previous`` (a session
         this one replaces after a settings change): a new configuration never resets a budget."""
-        old = previous.pipeline.privatizer.accountant
-        new = self.pipeline.privatizer.accountant
-        new.spent, new.released = old.spent, old.released
-        new._recent = deque(old._recent)
+        self.pipeline.privatizer.accountant.carry_from(previous.pipeline.privatizer.accountant)
         self.counters = previous.counters
 
     def feature_rows(self, recording: Recording) -> FeatureRows:
@@ -265,8 +271,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         InputError
             ``blinks="given"`` and the recording has no blink events.
         """
-        if self._given and recording.blinks is None:
-            raise InputError(f"{recording.name}: blinks 'given', but the recording has no blink events")
+        self._check_blinks(recording)
         unit = self._unit
         try:
             batch = self._to_batch(GazeColumns.from_batch(recording.gaze))
@@ -278,11 +283,13 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
 
     def keep_feature_rows(self) -> list[FeatureRows]:
         """Collect the unsanitized feature rows locally (research only; never a network sink)."""
-        rows: list[FeatureRows] = []
-        self.pipeline.on_rows = rows.append
-        return rows
+        return self.pipeline.keep_rows()
 
     # ------------------------------------------------------------- internals
+
+    def _check_blinks(self, recording: Recording) -> None:
+        if self._given and recording.blinks is None:
+            raise InputError(f"{recording.name}: blinks 'given', but the recording has no blink events")
 
     def _decoded(self) -> list[PrivateRelease]:
         dec, c = self.decoder, self.counters
@@ -317,7 +324,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
 
     def _to_batch(self, cols: GazeColumns) -> GazeBatch:
         if self._unit is None:
-            self._unit = choose_diameter_unit(cols.diameter_mm, cols.diameter_px)
+            self._unit = self.decoder.detector_unit or choose_diameter_unit(cols.diameter_mm, cols.diameter_px)
         return cols.to_batch(self._unit or "none", self.source)
 
     def _guarded(self, step: Callable[[], list[PrivateRelease]]) -> list[PrivateRelease]:
@@ -333,11 +340,8 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             for sink in self.sinks:
                 sink.publish(rel)
             self.counters.released += 1
-        c = self.counters
-        c.epsilon_spent = float(self.pipeline.privatizer.accountant.spent)
-        c.dropped_steps = self.pipeline.chunker.dropped_steps
-        if self.exhausted and not c.budget_exhausted:
-            c.budget_exhausted = True
+        if self.exhausted and not self._said_exhausted:
+            self._said_exhausted = True
             log.error("%s: %s", self.source, self.pipeline.privatizer.exhausted_message)
             self.publish_status(StatusEvent.BUDGET_EXHAUSTED)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 import msgpack
 import numpy as np
 import pytest
+import zmq
 
 gaze_mod = pytest.importorskip("pupil_labs.realtime_api.streaming.gaze")
 events_mod = pytest.importorskip("pupil_labs.realtime_api.streaming.eye_events")
@@ -19,6 +21,7 @@ from streamdp.network.sink import ReleasePublisher  # noqa: E402
 from streamdp.network.subscriber import connect_subscriber  # noqa: E402
 from streamdp.session import Session  # noqa: E402
 from streamdp.sinks import CollectingSink  # noqa: E402
+from streamdp.status import SessionStatus, StatusEvent  # noqa: E402
 from streamdp.synthetic import generate  # noqa: E402
 
 
@@ -192,3 +195,99 @@ def test_a_clock_going_back_restarts_the_windows():
     relay.device.relay = relay
     relay.run()
     assert session.counters.restarts == 1 and session.counters.late == 0
+
+
+class WaitingDevice:
+    """A realtime-API device that hands out gaze datums one per call and then, as the real one
+    does when no gaze comes, waits ``timeout_seconds`` and returns None, until closed."""
+
+    def __init__(self, gaze):
+        self._gaze = list(gaze)
+        self._i = 0
+        self.done = threading.Event()
+        self._closed = threading.Event()
+
+    def receive_gaze_datum(self, timeout_seconds=None):
+        if self._i < len(self._gaze):
+            self._i += 1
+            return self._gaze[self._i - 1]
+        self.done.set()
+        self._closed.wait(timeout_seconds)
+        return None
+
+    def receive_eye_events(self, timeout_seconds=None):
+        return None
+
+    def close(self):
+        self._closed.set()
+
+
+def _statuses(sub, until, timeout=10.0):
+    """Status messages read from ``sub`` until one satisfies ``until`` (or ``timeout`` s pass)."""
+    poller = zmq.Poller()
+    poller.register(sub, zmq.POLLIN)
+    out = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not poller.poll(int(max(0.0, deadline - time.monotonic()) * 1000)):
+            break
+        topic, payload = sub.recv_multipart()
+        assert topic == b"streamdp.status"
+        out.append(SessionStatus.from_message(msgpack.unpackb(payload, raw=False)))
+        if until(out[-1]):
+            break
+    return out
+
+
+def test_neon_relay_publishes_its_status_every_interval_and_when_it_stops():
+    rec = generate(duration=20.0, rate=200.0, seed=5, fov_deg=(103.0, 77.0)).recording
+    data = eyestates(rec)
+    publisher = ReleasePublisher("tcp://127.0.0.1:0")
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    sub.connect(publisher.endpoint)
+    sub.setsockopt(zmq.SUBSCRIBE, b"streamdp.status")
+    assert publisher.wait_for_subscribers(1, timeout=5.0)
+    session = Session(SessionConfig(chunk_length=32), sinks=[publisher], seed=2, camera="neon")
+    device = WaitingDevice(data)
+    relay = NeonRelay(session, device, status_interval=0.05)
+    th = threading.Thread(target=relay.run, daemon=True)
+    th.start()
+    try:
+        running = _statuses(sub, lambda s: s.received == len(data))
+        assert device.done.wait(10)
+        relay.stop()
+        th.join(5)
+        stopped = _statuses(sub, lambda s: s.event is StatusEvent.STOPPED)
+    finally:
+        relay.stop()
+        sub.close(linger=0)
+        publisher.close()
+    assert not th.is_alive()
+    assert running and {s.event for s in running} == {StatusEvent.RUNNING}
+    assert running[-1].received == len(data) and running[-1].subscribers == 1
+    assert all(s.mechanism == "dcfpa" for s in running + stopped)
+    assert stopped[-1].event is StatusEvent.STOPPED and stopped[-1].received == len(data)
+    assert {s.event for s in stopped[:-1]} <= {StatusEvent.RUNNING}
+
+
+def test_neon_relay_publishes_no_running_status_before_its_interval():
+    rec = generate(duration=10.0, rate=200.0, seed=6, fov_deg=(103.0, 77.0)).recording
+    sink = CollectingSink()
+    session = Session(SessionConfig(chunk_length=8, window=4.0, step=0.25), sinks=[sink], seed=1, camera="neon")
+    relay = NeonRelay(session, ReplayDevice(eyestates(rec)))  # the default interval: 10 s
+    relay.device.relay = relay
+    relay.run()
+    assert [s.event for s in sink.statuses] == [StatusEvent.STOPPED]
+    assert sink.statuses[0].received == len(rec.gaze) and sink.statuses[0].subscribers == 0
+
+
+@pytest.mark.parametrize(
+    ("interval", "error", "message"),
+    [("10", TypeError, "status_interval must be a number"), (0.0, ValueError, "finite and > 0"),
+     (math.inf, ValueError, "finite and > 0")],
+)
+def test_a_bad_status_interval_is_refused(interval, error, message):
+    session = Session(SessionConfig(), camera="neon")
+    with pytest.raises(error, match=message):
+        NeonRelay(session, ReplayDevice([]), status_interval=interval)

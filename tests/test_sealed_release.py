@@ -350,3 +350,45 @@ def test_wait_for_subscribers_counts_real_subscriptions(publisher):
             s.close(linger=0)
     with pytest.raises(ValueError, match="count must be ≥ 1"):
         publisher.wait_for_subscribers(0)
+
+
+# ------------------------------------------------------------------ the privatizer itself
+
+
+def test_a_mechanism_outside_the_registry_is_refused_so_its_output_is_never_sealed():
+    from streamdp.privacy.mechanisms import DCFPA
+
+    class Passthrough(DCFPA):  # an honest-looking subclass that forgets the noise
+        def privatize(self, x, rng):  # type: ignore[override]
+            out = super().privatize(x, rng)
+            return type(out)(np.asarray(x, dtype=float), out.clipped_fraction, out.k)
+
+    mech = Passthrough(epsilon=1.0, bounds=default_profile(), chunk_length=N)
+    with pytest.raises(TypeError, match="registered mechanisms"):
+        Privatizer(mech, rng=secure_generator(0))
+
+
+@pytest.mark.parametrize(
+    "attribute, value",
+    [
+        ("mechanism", make_mechanism("lpa", epsilon=1e6, bounds=default_profile(), chunk_length=N)),
+        ("rng", np.random.default_rng(0)),
+        ("accountant", None),
+        ("exhausted_message", None),
+    ],
+    ids=["swap-mechanism", "swap-generator", "swap-accountant", "clear-exhaustion"],
+)
+def test_the_privatizers_mechanism_noise_and_budget_cannot_be_swapped(attribute, value):
+    priv = Privatizer(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=N), rng=secure_generator(0))
+    with pytest.raises(AttributeError):
+        setattr(priv, attribute, value)
+
+
+def test_the_budget_spent_cannot_be_assigned_back_to_zero():
+    priv = Privatizer(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=N), rng=secure_generator(0))
+    priv.update([Chunk(np.arange(N) * 0.5, RAW.copy())])
+    assert priv.accountant.spent == 52.0
+    for name in ("spent", "released"):
+        with pytest.raises(AttributeError):
+            setattr(priv.accountant, name, 0)
+    assert priv.accountant.spent == 52.0 and priv.accountant.released == 1

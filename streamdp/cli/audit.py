@@ -1,73 +1,99 @@
-"""``streamdp audit``: an empirical lower bound on each mechanism's ε, next to its claim."""
+"""``streamdp audit``: an empirical lower bound on each mechanism's ε, next to its claim.
+
+The options are the privacy group of :class:`~streamdp.config.SessionConfig` (ε, chunk length,
+k, bounds, …); each audited mechanism is that configuration with one mechanism, transform and
+sensitivity, built by :meth:`~streamdp.config.SessionConfig.mechanism_instance` and narrowed to
+the audited feature's bounds. ``--mechanisms``, ``--transforms`` and ``--sensitivities`` list
+several values at once (a single ``--mechanism``, ``--transform`` or ``--sensitivity`` is that
+list's only value); a transform, sensitivity or k goes to the mechanisms that take it, and one
+that no audited mechanism takes is refused.
+"""
 
 from __future__ import annotations
 
 import argparse
 import itertools
+from dataclasses import replace
 from typing import Any
 
+from ..config import SessionConfig
 from ..errors import StreamdpError
 from ..privacy.mechanisms import MECHANISMS
-from .options import field_choices
+from .evaluate import grid_axis
+from .options import add_config_options, config_from, field_choices, option_name
+
+#: the mechanism parameters audited over, beyond what the configuration fixes
+_PARAMETERS = ("transform", "k", "sensitivity")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    p = commands.add_parser("audit", help="empirical privacy audit: a high-confidence lower bound on ε")
-    p.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=tuple(MECHANISMS))
-    transforms, sensitivities = field_choices("transform"), field_choices("sensitivity")
-    p.add_argument(
-        "--transforms", nargs="+", default=list(transforms), choices=transforms, help="for mechanisms that take one"
+    p = commands.add_parser(
+        "audit",
+        help="empirical privacy audit: a high-confidence lower bound on ε",
+        conflict_handler="resolve",  # its own --seed replaces the configuration's
     )
-    p.add_argument(
-        "--sensitivities",
-        nargs="+",
-        default=list(sensitivities),
-        choices=sensitivities,
-        help="for mechanisms that take one",
-    )
-    p.add_argument("--epsilon", type=float, default=1.0, help="ε per feature per chunk (default: %(default)s)")
-    p.add_argument("--chunk-length", type=int, default=32, help="steps per chunk (default: %(default)s)")
-    p.add_argument("--k", type=int, default=2, help="coefficients kept, where a mechanism takes k (default: 2)")
+    p.add_argument("--mechanisms", nargs="+", choices=tuple(MECHANISMS), help="(default: all of them)")
+    for many, field in (("--transforms", "transform"), ("--sensitivities", "sensitivity")):
+        p.add_argument(many, nargs="+", choices=field_choices(field), help="where a mechanism takes it (default: all)")
     p.add_argument("--feature", default="fixation_rate", help="the feature whose bounds are audited")
     p.add_argument("--runs", type=int, default=20000, help="runs per neighbouring input (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=0.01, help="1 - confidence of the bound (default: %(default)s)")
+    add_config_options(p, ["privacy"])
     p.add_argument("--seed", type=int, default=0, help="seed of the audit's noise (default: %(default)s)")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, chunk_length=32)
 
 
-def _variants(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The parameter sets to audit for mechanism ``name``: every transform × sensitivity it takes."""
-    takes = MECHANISMS[name].parameters
-    axes: dict[str, list[Any]] = {}
-    if "transform" in takes:
-        axes["transform"] = list(args.transforms)
-    if "sensitivity" in takes:
-        axes["sensitivity"] = list(args.sensitivities)
-    if "k" in takes:
-        axes["k"] = [args.k]
-    return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+def audited_configs(base: SessionConfig, args: argparse.Namespace) -> list[SessionConfig]:
+    """``base`` with each audited mechanism × every transform and sensitivity it takes; a
+    parameter a mechanism does not take is left unset for it.
+
+    Raises
+    ------
+    StreamdpError
+        A list option and its single form are both given, or a parameter was set that none of
+        the audited mechanisms takes.
+    """
+    names = grid_axis(args, "mechanism", "mechanisms", tuple(MECHANISMS))
+    values: dict[str, list[Any]] = {
+        "transform": grid_axis(args, "transform", "transforms", field_choices("transform")),
+        "k": [base.k],
+        "sensitivity": grid_axis(args, "sensitivity", "sensitivities", field_choices("sensitivity")),
+    }
+    given = {"transform": args.transforms or base.transform, "k": base.k}
+    given["sensitivity"] = args.sensitivities or base.sensitivity
+    for param in _PARAMETERS:
+        if given[param] is not None and not any(param in MECHANISMS[m].parameters for m in names):
+            raise StreamdpError(f"{option_name(param)} applies to none of the audited mechanisms ({', '.join(names)})")
+    out = []
+    for name in names:
+        takes = MECHANISMS[name].parameters
+        axes = [values[p] if p in takes else [None] for p in _PARAMETERS]
+        for combo in itertools.product(*axes):
+            out.append(replace(base, mechanism=name, **dict(zip(_PARAMETERS, combo, strict=True))))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..privacy import default_profile, make_mechanism
     from ..privacy.audit import audit
-    from ..schema import FEATURE_INDEX
 
-    if args.feature not in FEATURE_INDEX:
-        raise StreamdpError(f"--feature {args.feature!r} is not one of the 52 feature names")
-    one = default_profile().select([FEATURE_INDEX[args.feature]])
-    mechanisms = [
-        make_mechanism(name, epsilon=args.epsilon, bounds=one, chunk_length=args.chunk_length, **params)
-        for name in args.mechanisms
-        for params in _variants(name, args)
-    ]
+    base = config_from(args)
+    names = base.bounds_profile().names
+    if args.feature not in names:
+        raise StreamdpError(f"--feature {args.feature!r} is not one of the {len(names)} feature names")
+    feature = [names.index(args.feature)]
+    mechanisms = []
+    for config in audited_configs(base, args):
+        mech = config.mechanism_instance()
+        # the same mechanism on the audited feature's bounds only: the audit is one feature at a time
+        mechanisms.append(type(mech)(**{**mech.arguments(), "bounds": mech.bounds.select(feature)}))
     print(
         f"{'mechanism':10s} {'transform':9s} {'k':>3s} {'sensitivity':12s} {'ε claimed':>9s} "
         f"{'ε lower bound':>13s}  result  ({args.runs} runs per input, {1 - args.alpha:.0%} confidence)"
     )
     failed = 0
+    seed = base.seed if base.seed is not None else 0
     for mech in mechanisms:
-        res = audit(mech, runs=args.runs, alpha=args.alpha, seed=args.seed)
+        res = audit(mech, runs=args.runs, alpha=args.alpha, seed=seed)
         d = res.config
         failed += not res.passed
         print(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from array import array
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..errors import InputError
 from ..gaze import BINOCULAR, BlinkEvents, GazeColumns
 from ..readers.neon import INVISIBLE_SCENE_SIZE, NEON_SCENE_SIZE, normalize_scene_pixels
 from ..session import Session, SessionCounters
+from ..status import SessionStatus, StatusEvent
 
 log = logging.getLogger(__name__)
 
@@ -185,21 +187,37 @@ class NeonRelay:
     batch_seconds : float
         Gaze is handed to the session every this many seconds of device time (and whenever
         the device has nothing more to give).
+    status_interval : float
+        Seconds between the running status the session's sinks publish (as the Capture relay
+        does); a stopped status is published when :meth:`run` ends.
 
     Raises
     ------
     TypeError
-        ``session`` is not a :class:`~streamdp.session.Session`.
+        ``session`` is not a :class:`~streamdp.session.Session`; ``status_interval`` is not a
+        number.
     ValueError
         The session's configuration leaves the camera to the source (``camera="auto"``) but the
         session was built for another camera than the device's: build it with
         ``Session(config, camera="neon")`` (or ``"invisible"``), so that live and recorded Neon
-        gaze give the same features.
+        gaze give the same features. ``status_interval`` is not finite and > 0.
     """
 
-    def __init__(self, session: Session, device: Any, *, invisible: bool = False, batch_seconds: float = 0.02) -> None:
+    def __init__(
+        self,
+        session: Session,
+        device: Any,
+        *,
+        invisible: bool = False,
+        batch_seconds: float = 0.02,
+        status_interval: float = 10.0,
+    ) -> None:
         if not isinstance(session, Session):
             raise TypeError(f"session must be a Session, got {type(session).__name__}")
+        if isinstance(status_interval, bool) or not isinstance(status_interval, (int, float)):
+            raise TypeError(f"status_interval must be a number of seconds, got {status_interval!r}")
+        if not (math.isfinite(status_interval) and status_interval > 0):
+            raise ValueError(f"status_interval must be finite and > 0 seconds, got {status_interval!r}")
         camera = "invisible" if invisible else "neon"
         if session.config.camera == "auto" and session.camera != camera:
             raise ValueError(
@@ -210,6 +228,7 @@ class NeonRelay:
         self.device = device
         self.decoder = NeonDecoder(INVISIBLE_SCENE_SIZE if invisible else NEON_SCENE_SIZE)
         self.batch_seconds = batch_seconds
+        self.status_interval = float(status_interval)
         self._stop = threading.Event()
         self._blinks_on = session.config.blinks == "given"
 
@@ -225,8 +244,18 @@ class NeonRelay:
         """Ask the loop to end after the datum in hand (thread- and signal-safe)."""
         self._stop.set()
 
+    def subscribers(self) -> int:
+        """The live subscriptions of the session's sinks that count them (ZeroMQ publishers)."""
+        return sum(s.poll_subscriptions() for s in self.session.sinks if hasattr(s, "poll_subscriptions"))
+
+    def publish_status(self, event: StatusEvent = StatusEvent.RUNNING) -> SessionStatus:
+        """The session's status with the subscriber count, published through its sinks."""
+        return self.session.publish_status(event, self.subscribers())
+
     def run(self) -> SessionCounters:
-        """Relay until :meth:`stop`, then close the device. Returns the counters."""
+        """Relay until :meth:`stop`, publishing a running status every ``status_interval`` s;
+        then close the device and publish a stopped status. Returns the counters."""
+        last_status = time.monotonic()
         try:
             while not self._stop.is_set():
                 datum = self.device.receive_gaze_datum(timeout_seconds=0.5)
@@ -238,10 +267,14 @@ class NeonRelay:
                         self.decoder.add_event(event)
                 if len(self.decoder) and (datum is None or self.decoder.span >= self.batch_seconds):
                     self.feed()
+                if time.monotonic() - last_status >= self.status_interval:
+                    last_status = time.monotonic()
+                    log.info("Neon relay: %s", self.publish_status(StatusEvent.RUNNING))
         finally:
             close = getattr(self.device, "close", None)
             if callable(close):
                 close()
+            self.publish_status(StatusEvent.STOPPED)
             log.info("Neon relay stopped: %s", self.counters)
         return self.counters
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 import msgpack
@@ -82,7 +82,8 @@ class Relay:
     ----------
     session : Session
         The private session (its sinks: typically a
-        :class:`~streamdp.network.sink.ReleasePublisher`).
+        :class:`~streamdp.network.sink.ReleasePublisher`). The relay takes it over: it adds the
+        backbone sink (``to_backbone``) and sets its ``on_release`` hook.
     remote : str
         Pupil Remote's address (Capture's default ``tcp://127.0.0.1:50020``).
     to_backbone : bool
@@ -209,9 +210,10 @@ class Relay:
                     self._drain()
                 elif not self._stop.is_set():
                     self._check_alive()
+                subscribers = self.subscribers()  # reads (un)subscriptions as they come
                 if time.monotonic() - last_status > self.status_interval:
                     last_status = time.monotonic()
-                    status = self.session.publish_status(StatusEvent.RUNNING, self.subscribers())
+                    status = self.session.publish_status(StatusEvent.RUNNING, subscribers)
                     log.info("relay: %s", status)
         finally:
             self._disconnect()
@@ -236,15 +238,19 @@ class Relay:
 
     def _drain(self, limit: int = 20_000) -> None:
         assert self._sub is not None
-        recv = self._sub.recv_multipart
-        frames: list[list[bytes]] = []
+        self._batch_received = time.monotonic()
+        self.session.receive_frames(self._pending(self._sub, limit))
+
+    def _pending(self, sub: zmq.Socket, limit: int) -> Iterator[list[bytes]]:
+        """The messages already queued (at most ``limit``), decoded one by one as they are read."""
+        recv = sub.recv_multipart
         for _ in range(limit):
             try:
-                frames.append(recv(zmq.NOBLOCK))
+                frames = recv(zmq.NOBLOCK)
             except zmq.Again:
-                break
-        self._batch_received = time.monotonic()
-        self.session.receive_frames(frames)
+                return
+            self._batch_received = time.monotonic()
+            yield frames
 
     def _released(self, release: PrivateRelease) -> None:
         if self.on_release is not None:

@@ -180,12 +180,3 @@ class ReleasePublisher:
         self._socket.close(linger=0)
         if self._auth is not None:
             self._auth.stop()
-
-
-def backbone_publisher(context: zmq.Context, host: str, pub_port: int) -> zmq.Socket:
-    """A PUB socket into Capture's backbone (``PUB_PORT``), so that Capture records releases."""
-    sock = context.socket(zmq.PUB)
-    sock.linger = 0
-    sock.sndhwm = 1000
-    sock.connect(f"tcp://{host}:{pub_port}")
-    return sock

@@ -15,14 +15,16 @@ recording's test samples. Features are standardized with statistics of the train
 (a scikit-learn pipeline). Samples are every ``subsample``-th step (5 for the attack, 10 for the
 task, as Bozkir et al. did) so that overlapping 30 s windows do not dominate.
 
-Without a manifest it runs on synthetic people from the generator, so a new user sees the
-trade-off in a minute.
+Features come from the session core (:meth:`Session.feature_rows
+<streamdp.session.Session.feature_rows>`) and every grid point's releases from its configuration's
+chunk privatizer (:func:`grid_config`), so evaluation sees what a live session releases. Without a
+manifest it runs on synthetic people from the generator, so a new user sees the trade-off in a
+minute. The result files are written by :mod:`streamdp.offline.results`.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -35,9 +37,9 @@ from numpy.typing import NDArray
 from ..config import SessionConfig
 from ..errors import InputError
 from ..gaze import Recording
-from ..privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
+from ..privacy.mechanisms import FPA, MECHANISMS, OFFLINE_MECHANISMS
 from ..privacy.utility import mean_utility
-from ..stages.chunker import Chunker
+from ..session import Session
 from ..stages.features import FeatureRows
 
 log = logging.getLogger(__name__)
@@ -105,12 +107,19 @@ def synthetic_study(people: int = 6, seconds: float = 240.0, seed: int = 0) -> l
 def feature_signals(
     items: Sequence[tuple[Recording, str, str]], config: SessionConfig | None = None
 ) -> list[LabelledRecording]:
-    """Each recording's unsanitized feature rows, computed once (with ``config``'s window, event
-    thresholds and camera; default :class:`SessionConfig`), to be sanitized many ways."""
+    """Each recording's unsanitized feature rows, computed once by the session core as
+    :meth:`Session.run <streamdp.session.Session.run>` computes them (camera, units, diameter
+    unit, blinks; default :class:`SessionConfig`), to be sanitized many ways.
+
+    Raises
+    ------
+    InputError
+        ``blinks="given"`` and a recording has no blink events; gaze the session refuses.
+    """
     cfg = config or SessionConfig()
     out = []
     for rec, participant, task in items:
-        rows = cfg.feature_pipeline(rec.camera).run(rec)
+        rows = Session.for_recording(cfg, rec).feature_rows(rec)
         if len(rows) < 20:
             log.warning("skipped %s: only %d feature steps", rec.name, len(rows))
             continue
@@ -125,6 +134,56 @@ class Sanitized(NamedTuple):
     noisy: NDArray[np.float64]
 
 
+def grid_config(base: SessionConfig, mechanism: str, epsilon: float, chunk_length: int) -> SessionConfig:
+    """The configuration whose chunk privatizer sanitizes one grid point, checked.
+
+    A streaming mechanism: ``base`` with the point's mechanism, ε and chunk length. ``"none"`` and
+    an offline mechanism: a configuration that only marks where ``base``'s chunker cuts chunks of
+    ``chunk_length`` (its noise is discarded, so it is LPA under the chunk unit, charging no budget).
+
+    Raises
+    ------
+    ValueError
+        ``mechanism`` is none of :data:`EVALUATE_MECHANISMS`; a parameter out of range.
+    TypeError
+        A parameter of the wrong type, or one the mechanism does not take (e.g. ``k`` for lpa).
+
+    Examples
+    --------
+    >>> grid_config(SessionConfig(), "lpa", 2.0, 32).mechanism_instance()
+    LPA(epsilon=2.0, chunk_length=32, bounds=<'default', 52 features>)
+    >>> grid_config(SessionConfig(k=3), "lpa", 2.0, 32)
+    Traceback (most recent call last):
+    ...
+    TypeError: lpa does not take parameter 'k'
+    """
+    if mechanism not in EVALUATE_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {', '.join(EVALUATE_MECHANISMS)}, got {mechanism!r}")
+    if mechanism in MECHANISMS:
+        return replace(base, mechanism=mechanism, epsilon=epsilon, chunk_length=chunk_length).check()
+    if mechanism in OFFLINE_MECHANISMS:
+        offline_mechanism(base, mechanism, epsilon)
+    cut = {"transform": None, "k": None, "sensitivity": None, "unit": "chunk", "budget": None, "w": None}
+    return replace(base, mechanism="lpa", epsilon=1.0, chunk_length=chunk_length, **cut).check()
+
+
+def offline_mechanism(config: SessionConfig, mechanism: str, epsilon: float) -> FPA:
+    """The offline mechanism ``mechanism`` with ε ``epsilon``, ``config``'s bounds and the
+    mechanism parameters ``config`` sets.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A parameter the mechanism does not take (named), or of the wrong type or out of range.
+    """
+    cls = OFFLINE_MECHANISMS[mechanism]
+    params = {key: v for key, v in config.mechanism_params().items() if key not in ("epsilon", "chunk_length")}
+    for key in params:
+        if key not in cls.parameters:
+            raise TypeError(f"{mechanism} does not take parameter {key!r}")
+    return cls(epsilon=epsilon, bounds=config.bounds_profile(), **params)
+
+
 def sanitize(
     recs: Sequence[LabelledRecording],
     mechanism: str,
@@ -133,42 +192,33 @@ def sanitize(
     seed: int,
     config: SessionConfig | None = None,
 ) -> list[Sanitized]:
-    """Each recording's rows through the chunk privatizer of the session configuration with
-    ``mechanism``, ``epsilon`` and chunk length ``n`` (chunker, mechanism and accountant, as live;
-    the i-th recording seeded ``seed + i``). Chunks hold consecutive steps only and a partial chunk
-    is dropped, as live. Two special cases: ``"none"`` returns the chunked rows unchanged, and an
-    offline mechanism (``"fpa"``) perturbs the chunked rows as one whole signal.
+    """Each recording's rows through the chunk privatizer of :func:`grid_config` (chunker,
+    mechanism and accountant, as live; the i-th recording seeded ``seed + i``). Chunks hold
+    consecutive steps only and a partial chunk is dropped, as live. ``"none"`` returns the released
+    steps' rows unchanged, and an offline mechanism (``"fpa"``) perturbs them as one whole signal.
 
     Raises
     ------
-    ValueError
-        ``mechanism`` is none of :data:`EVALUATE_MECHANISMS`; a parameter out of range.
-    TypeError
-        A parameter of the wrong type.
+    ValueError, TypeError
+        From :func:`grid_config`.
     """
-    if mechanism not in EVALUATE_MECHANISMS:
-        raise ValueError(f"mechanism must be one of {', '.join(EVALUATE_MECHANISMS)}, got {mechanism!r}")
     base = config or SessionConfig()
-    streaming = mechanism in MECHANISMS
-    cfg = replace(base, mechanism=mechanism if streaming else base.mechanism, epsilon=epsilon, chunk_length=n)
+    cfg = grid_config(base, mechanism, epsilon, n)
+    offline = offline_mechanism(base, mechanism, epsilon) if mechanism in OFFLINE_MECHANISMS else None
     out = []
     for i, r in enumerate(recs):
         t = r.t if r.t is not None else np.arange(len(r.features), dtype=np.float64) * cfg.step
-        rows = FeatureRows(t, r.features)
-        if streaming:
-            privatizer = cfg.chunk_privatizer(seed + i)
-            releases = privatizer.update(rows) + privatizer.flush()
-            steps = np.concatenate([rel.t for rel in releases]) if releases else np.empty(0)
-            noisy = np.concatenate([rel.values for rel in releases]) if releases else r.features[:0]
-            out.append(Sanitized(r.features[np.searchsorted(t, steps)], noisy))
-            continue
-        chunks = Chunker(n, cfg.step).update(rows)
-        clean = np.concatenate([c.values for c in chunks]) if chunks else r.features[:0]
-        if mechanism == "none" or not len(clean):
-            out.append(Sanitized(clean, clean))
-            continue
-        offline = OFFLINE_MECHANISMS[mechanism](epsilon=epsilon, bounds=cfg.bounds_profile())
-        out.append(Sanitized(clean, offline.privatize(clean, cfg.rng(seed + i)).values))
+        privatizer = cfg.chunk_privatizer(seed + i)
+        releases = privatizer.update(FeatureRows(t, r.features)) + privatizer.flush()
+        steps = np.concatenate([rel.t for rel in releases]) if releases else np.empty(0)
+        clean = r.features[np.searchsorted(t, steps)]
+        if mechanism in MECHANISMS and releases:
+            noisy = np.concatenate([rel.values for rel in releases])
+        elif offline is not None and len(clean):
+            noisy = offline.privatize(clean, cfg.rng(seed + i)).values
+        else:
+            noisy = clean
+        out.append(Sanitized(clean, noisy))
     return out
 
 
@@ -268,6 +318,10 @@ class GridPoint:
     epsilon: float
     chunk_length: int
 
+    def config(self, base: SessionConfig) -> SessionConfig:
+        """This point's configuration (:func:`grid_config`), checked: raises what it raises."""
+        return grid_config(base, self.mechanism, self.epsilon, self.chunk_length)
+
 
 def evaluate(
     recs: Sequence[LabelledRecording],
@@ -276,7 +330,15 @@ def evaluate(
     progress: bool = True,
     config: SessionConfig | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per grid point × metric × classifier × voting."""
+    """One row per grid point × metric × classifier × voting.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A grid point's configuration is refused (checked for every point before any work).
+    """
+    for point in grid:
+        point.config(config or SessionConfig())
     people = [r.participant for r in recs]
     tasks = [r.task for r in recs]
     chance_reid = 1.0 / len(set(people))
@@ -314,101 +376,3 @@ def _progress(items: Iterable[_T], show: bool) -> Iterable[_T]:
     except ImportError:
         return items
     return tqdm(items, desc="evaluate", unit="setting", disable=None)
-
-
-def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """results.csv, results.md, results.json and the plots."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    keys = ["mechanism", "chunk_length", "epsilon", "metric", "classifier", "voting", "value", "chance"]
-    with open(out_dir / "results.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows({k: r[k] for k in keys} for r in rows)
-    (out_dir / "results.json").write_text(json.dumps(rows, indent=1))
-    (out_dir / "results.md").write_text(markdown_table(rows))
-    return [out_dir / "results.csv", out_dir / "results.md", *plot_results(rows, out_dir)]
-
-
-def _mean(rows: list[dict[str, Any]], **match: Any) -> float:
-    """The mean ``value`` of the rows whose fields equal ``match`` (NaN when none does)."""
-    v = [r["value"] for r in rows if all(r[k] == want for k, want in match.items())]
-    return float(np.mean(v)) if v else float("nan")
-
-
-def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """Utility and the mean accuracy over the four classifiers (with majority voting), per setting."""
-    settings = sorted({(r["mechanism"], r["chunk_length"], r["epsilon"]) for r in rows})
-    lines = [
-        "| mechanism | n | ε/feature | utility 1/|NMSE| | re-identification (voting) | re-id per sample "
-        "| task (voting) | task per sample |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for m, n, e in settings:
-        mean = {
-            (metric, voting): _mean(rows, mechanism=m, chunk_length=n, epsilon=e, metric=metric, voting=voting)
-            for metric, voting in (("utility", "-"), ("reidentification", "yes"), ("reidentification", "no"),
-                                   ("task", "yes"), ("task", "no"))
-        }
-        eps, utility = ("–", "–") if m == "none" else (f"{e:g}", f"{mean['utility', '-']:.3g}")
-        lines.append(
-            f"| {m} | {n} | {eps} | {utility} | "
-            f"{mean['reidentification', 'yes']:.2f} | {mean['reidentification', 'no']:.2f} | "
-            f"{mean['task', 'yes']:.2f} | {mean['task', 'no']:.2f} |"
-        )
-    chance = {r["metric"]: r["chance"] for r in rows if r["metric"] != "utility"}
-    lines.append("")
-    lines.append(
-        f"Chance: re-identification {chance.get('reidentification', float('nan')):.2f}, "
-        f"task {chance.get('task', float('nan')):.2f}."
-    )
-    return "\n".join(lines) + "\n"
-
-
-def plot_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
-    settings = sorted({(r["mechanism"], r["chunk_length"]) for r in rows if r["mechanism"] != "none"})
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for m, n in settings:
-        pts = sorted(
-            (r["epsilon"], r["value"])
-            for r in rows
-            if (r["mechanism"], r["chunk_length"], r["metric"]) == (m, n, "utility")
-        )
-        if pts:
-            ax.plot(*zip(*pts, strict=True), marker="o", label=f"{m}-{n}")
-    ax.set(
-        xscale="log", yscale="log", xlabel="ε per feature per chunk", ylabel="utility 1/|NMSE|", title="Utility vs ε"
-    )
-    plots = [(fig, ax, "utility")]
-    for metric, title in (("reidentification", "Re-identification attack"), ("task", "Task classification")):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for m, n in settings:
-            eps = sorted({r["epsilon"] for r in rows if (r["mechanism"], r["chunk_length"]) == (m, n)})
-            acc = [_mean(rows, mechanism=m, chunk_length=n, epsilon=e, metric=metric, voting="yes") for e in eps]
-            ax.plot(eps, acc, marker="o", label=f"{m}-{n}")
-        clean = _mean(rows, mechanism="none", metric=metric, voting="yes")
-        if np.isfinite(clean):
-            ax.axhline(clean, color="k", ls=":", label="no noise")
-        chance = next((r["chance"] for r in rows if r["metric"] == metric), None)
-        if chance is not None:
-            ax.axhline(chance, color="r", ls="--", label="chance")
-        ax.set(
-            xscale="log",
-            ylim=(0, 1.02),
-            xlabel="ε per feature per chunk",
-            ylabel="accuracy (majority vote, mean of 4 classifiers)",
-            title=f"{title} vs ε",
-        )
-        plots.append((fig, ax, metric))
-    for fig, ax, metric in plots:
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        paths.append(out_dir / f"{metric}_vs_epsilon.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
-    return paths

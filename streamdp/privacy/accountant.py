@@ -72,18 +72,38 @@ def chunks_touched(window: float, step: float, chunk_length: int) -> int:
     return math.ceil((steps - 1) / chunk_length) + 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Accountant:
-    """Charges each chunk before it is released and writes its ledger entry."""
+    """Charges each chunk before it is released and writes its ledger entry.
+
+    Its parameters are frozen; what it has spent changes only through :meth:`charge` (and
+    :meth:`carry_from`), never by assignment: ``spent`` and ``released`` are read-only.
+    """
 
     epsilon_chunk: float
     unit: PrivacyUnit
     mechanism: dict[str, Any]
     bounds_digest: str
     raw_gaze_chunks: int
-    spent: float = 0.0
-    released: int = 0
-    _recent: deque[float] = field(default_factory=deque)
+    _state: dict[str, Any] = field(default_factory=lambda: {"spent": 0.0, "released": 0}, repr=False)
+    _recent: deque[float] = field(default_factory=deque, repr=False)
+
+    @property
+    def spent(self) -> float:
+        """ε spent so far (sequential composition of every chunk charged)."""
+        return float(self._state["spent"])
+
+    @property
+    def released(self) -> int:
+        """Chunks charged so far."""
+        return int(self._state["released"])
+
+    def carry_from(self, other: Accountant) -> None:
+        """Take over what ``other`` spent (a session replacing another after a settings change):
+        a new configuration never resets a budget."""
+        self._state.update(other._state)
+        self._recent.clear()
+        self._recent.extend(other._recent)
 
     def __post_init__(self) -> None:
         if self.unit.kind == "w-event":
@@ -120,8 +140,8 @@ class Accountant:
                 f"session budget ε = {self.unit.budget:g} spent ({self.spent:g} used by {self.released} chunks; "
                 f"the next needs {self.epsilon_chunk:g}): nothing more is released"
             )
-        self.spent += self.epsilon_chunk
-        self.released += 1
+        self._state["spent"] += self.epsilon_chunk
+        self._state["released"] += 1
         entry: dict[str, Any] = {
             **self.mechanism,
             "chunk_index": self.released - 1,

@@ -15,13 +15,15 @@ import numpy as np
 
 from ..errors import BudgetExhausted
 from ..privacy.accountant import Accountant, PrivacyUnit, chunks_touched
-from ..privacy.mechanisms import Mechanism
+from ..privacy.mechanisms import MECHANISMS, Mechanism
 from ..privacy.noise import secure_generator
 from ..privacy.release import PrivateRelease, ReleaseMint, claim_mint
 from .base import Stage
 from .chunker import Chunk
 
 log = logging.getLogger(__name__)
+
+_REGISTERED = frozenset(MECHANISMS.values())
 
 
 def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[PrivateRelease]]:
@@ -43,7 +45,7 @@ def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[
             try:
                 entry = self.accountant.charge()
             except BudgetExhausted as exc:
-                self.exhausted_message = str(exc)
+                self._exhausted_message = str(exc)
                 log.warning("%s", exc)
                 break
             res = self.mechanism.privatize(chunk.values, self.rng)
@@ -92,22 +94,51 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
         window: float = 30.0,
         step: float = 0.5,
     ) -> None:
-        self.mechanism = mechanism
-        self.unit = unit or PrivacyUnit()
-        self.rng = rng if rng is not None else secure_generator()
-        self.accountant = Accountant(
+        # a mechanism of our own registry only: a subclass could return its input unperturbed
+        # and still have it sealed
+        if type(mechanism) not in _REGISTERED:
+            raise TypeError(
+                f"mechanism must be one of the registered mechanisms ({', '.join(MECHANISMS)}), "
+                f"got {type(mechanism).__name__}"
+            )
+        self._mechanism = mechanism
+        self._rng = rng if rng is not None else secure_generator()
+        self._accountant = Accountant(
             epsilon_chunk=mechanism.epsilon_chunk,
-            unit=self.unit,
+            unit=unit or PrivacyUnit(),
             mechanism=mechanism.describe(),
             bounds_digest=mechanism.bounds.digest(),
             raw_gaze_chunks=chunks_touched(window, step, mechanism.chunk_length),
         )
-        self.exhausted_message: str | None = None
+        self._exhausted_message: str | None = None
+
+    # read-only: what is perturbed, with which noise, and what was spent cannot be swapped
+    # behind the ledger's back
+    @property
+    def mechanism(self) -> Mechanism:
+        return self._mechanism
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self._rng
+
+    @property
+    def accountant(self) -> Accountant:
+        return self._accountant
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        return self._accountant.unit
+
+    @property
+    def exhausted_message(self) -> str | None:
+        """Why nothing more is released, once the session budget is spent."""
+        return self._exhausted_message
 
     @property
     def exhausted(self) -> bool:
         """Whether the session budget is spent: nothing more is released."""
-        return self.exhausted_message is not None
+        return self._exhausted_message is not None
 
     def flush(self) -> list[PrivateRelease]:
         """Nothing is held between chunks: always ``[]``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..pupil_wire import GazeColumns
+from ..gaze import GazeColumns
 from .base import Stage
 
 
