@@ -7,12 +7,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _F64 = NDArray[np.float64]
 
@@ -160,6 +163,27 @@ class GazeBatch:
 
     def __len__(self) -> int:
         return int(self.t.shape[0])
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The batch as a DataFrame (:func:`streamdp.frames.gaze_to_pandas`; needs the ``pandas``
+        extra)."""
+        from .frames import gaze_to_pandas
+
+        return gaze_to_pandas(self)
+
+    @classmethod
+    def from_pandas(cls, df: pd.DataFrame, *, diameter_unit: str | None = None, source: str | None = None) -> GazeBatch:
+        """A batch from a DataFrame with ``t``, ``x``, ``y`` and optional columns
+        (:func:`streamdp.frames.gaze_from_pandas`).
+
+        Raises
+        ------
+        InputError
+            A missing, unknown or non-numeric column, named.
+        """
+        from .frames import gaze_from_pandas
+
+        return gaze_from_pandas(df, diameter_unit=diameter_unit, source=source)
 
     @property
     def duration(self) -> float:

@@ -6,7 +6,9 @@ Build them from a :class:`~streamdp.config.SessionConfig` (``config.feature_pipe
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from typing import TypeAlias
 
 import numpy as np
 
@@ -19,6 +21,68 @@ from .stages.chunker import Chunker
 from .stages.events import EventConfig, EventDetector
 from .stages.features import FeatureRows, WindowConfig, WindowFeatures
 from .stages.privatizer import Privatizer
+
+#: what ``run()`` takes: a recording, a batch of gaze (no blink events), or a recording's path
+RecordingSource: TypeAlias = Recording | GazeBatch | str | os.PathLike[str]
+
+
+def as_recording(source: RecordingSource, what: str = "run()") -> Recording:
+    """``source`` as a :class:`~streamdp.gaze.Recording`: a recording as is, a gaze batch with no
+    blink events (named after its ``source``), a path read by
+    :func:`streamdp.readers.read_recording`.
+
+    Raises
+    ------
+    TypeError
+        Anything else, named, with what is accepted.
+    InputError
+        A path that holds no recording streamdp reads.
+
+    Examples
+    --------
+    >>> from streamdp.gaze import GazeBatch
+    >>> as_recording(GazeBatch.from_arrays(t=[0.0], x=[0.5], y=[0.5], source="probe")).name
+    'probe'
+    >>> as_recording(42)
+    Traceback (most recent call last):
+    ...
+    TypeError: run() takes a Recording, a GazeBatch or the path of a recording (str or Path), got int
+    """
+    if isinstance(source, Recording):
+        return source
+    if isinstance(source, GazeBatch):
+        return Recording(gaze=source, blinks=None, name=source.source)
+    if isinstance(source, (str, os.PathLike)):
+        from .readers import read_recording  # I/O: only when a path is given
+
+        return read_recording(os.fspath(source))
+    raise TypeError(
+        f"{what} takes a Recording, a GazeBatch or the path of a recording (str or Path), got {type(source).__name__}"
+    )
+
+
+def _check_batch_size(batch_size: object) -> int | None:
+    if batch_size is None:
+        return None
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise TypeError(f"batch_size must be an int or None, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be ≥ 1, got {batch_size!r}")
+    return int(batch_size)
+
+
+def _batches(
+    recording: Recording, blinks: BlinkEvents | None, batch_size: int | None
+) -> list[tuple[GazeBatch, BlinkEvents | None]]:
+    """The recording's gaze in batches of ``batch_size`` (all at once for None), the blinks with
+    the first."""
+    gaze = recording.gaze
+    if batch_size is None:
+        return [(gaze, blinks)]
+    return [
+        (gaze.slice(start, start + batch_size), blinks if i == 0 else None)
+        for i, start in enumerate(range(0, len(gaze), batch_size))
+    ]
 
 
 class FeaturePipeline(Stage[GazeBatch, FeatureRows]):
@@ -37,6 +101,10 @@ class FeaturePipeline(Stage[GazeBatch, FeatureRows]):
     """
 
     def __init__(self, events: EventConfig | None = None, window: WindowConfig | None = None) -> None:
+        if events is not None and not isinstance(events, EventConfig):
+            raise TypeError(f"events must be an EventConfig, got {type(events).__name__}")
+        if window is not None and not isinstance(window, WindowConfig):
+            raise TypeError(f"window must be a WindowConfig, got {type(window).__name__}")
         self.window_config = window or WindowConfig()
         cfg = events or EventConfig()
         self.event_config = replace(cfg, segment_gap=self.window_config.window)
@@ -59,16 +127,20 @@ class FeaturePipeline(Stage[GazeBatch, FeatureRows]):
         data allow, then start a new segment with the next batch."""
         return self.flush()
 
-    def run(self, recording: Recording, batch_size: int | None = None) -> FeatureRows:
-        """Features of a whole recording (blinks from the recording when the config asks)."""
-        blinks = recording.blinks if self.event_config.blink_source == "given" else None
-        gaze = recording.gaze
-        if batch_size is None:
-            parts = [self.update(gaze, blinks)]
-        else:
-            parts = []
-            for i, start in enumerate(range(0, len(gaze), batch_size)):
-                parts.append(self.update(gaze.slice(start, start + batch_size), blinks if i == 0 else None))
+    def run(self, recording: RecordingSource, batch_size: int | None = None) -> FeatureRows:
+        """Features of a whole recording, a gaze batch or the recording at a path (blinks from the
+        recording when the config asks), fed in batches of ``batch_size`` samples (default: all).
+
+        Raises
+        ------
+        TypeError
+            ``recording`` is none of these; ``batch_size`` is not an int.
+        ValueError
+            ``batch_size`` < 1.
+        """
+        rec = as_recording(recording)
+        blinks = rec.blinks if self.event_config.blink_source == "given" else None
+        parts = [self.update(gaze, b) for gaze, b in _batches(rec, blinks, _check_batch_size(batch_size))]
         parts.append(self.flush())
         return FeatureRows.concat(parts)
 
@@ -88,8 +160,9 @@ class ChunkPrivatizer(Stage[FeatureRows, "list[PrivateRelease]"]):
         window: WindowConfig | None = None,
     ) -> None:
         wc = window or WindowConfig()
-        self.chunker = Chunker(mechanism.chunk_length, wc.step)
+        # the privatizer first: it refuses a wrong mechanism, unit or generator with a TypeError
         self.privatizer = Privatizer(mechanism, unit, rng, wc.window, wc.step)
+        self.chunker = Chunker(mechanism.chunk_length, wc.step)
 
     def update(self, item: FeatureRows, /) -> list[PrivateRelease]:
         return self.privatizer.update(self.chunker.update(item))
@@ -157,14 +230,21 @@ class PrivatePipeline(Stage[GazeBatch, "list[PrivateRelease]"]):
         """The source restarted: finish what the data allow; the budget spent is kept."""
         return self.flush()
 
-    def run(self, recording: Recording, batch_size: int | None = None) -> list[PrivateRelease]:
-        blinks = recording.blinks if self.features.event_config.blink_source == "given" else None
-        gaze = recording.gaze
+    def run(self, recording: RecordingSource, batch_size: int | None = None) -> list[PrivateRelease]:
+        """Releases of a whole recording, a gaze batch or the recording at a path, fed in batches
+        of ``batch_size`` samples (default: all).
+
+        Raises
+        ------
+        TypeError
+            ``recording`` is none of these; ``batch_size`` is not an int.
+        ValueError
+            ``batch_size`` < 1.
+        """
+        rec = as_recording(recording)
+        blinks = rec.blinks if self.features.event_config.blink_source == "given" else None
         out: list[PrivateRelease] = []
-        if batch_size is None:
-            out += self.update(gaze, blinks)
-        else:
-            for i, start in enumerate(range(0, len(gaze), batch_size)):
-                out += self.update(gaze.slice(start, start + batch_size), blinks if i == 0 else None)
+        for gaze, b in _batches(rec, blinks, _check_batch_size(batch_size)):
+            out += self.update(gaze, b)
         out += self.flush()
         return out

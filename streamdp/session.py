@@ -17,7 +17,7 @@ so that the same gaze gives the same releases whichever way it arrives.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ import numpy as np
 from .config import SessionConfig
 from .errors import BudgetExhausted, InputError
 from .gaze import BlinkEvents, DiameterUnit, GazeBatch, GazeColumns, Recording, choose_diameter_unit
+from .pipeline import RecordingSource, as_recording
 from .privacy.release import PrivateRelease
 from .pupil_wire import GazeDecoder
 from .sinks import ReleaseSink
@@ -80,6 +81,15 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         Hold back ``config.reorder_window`` s of live gaze to put it in order (live sources);
         recordings are already ordered.
 
+    Raises
+    ------
+    TypeError
+        ``config`` is not a :class:`SessionConfig`, ``sinks`` not a sequence of
+        :class:`~streamdp.sinks.ReleaseSink`, ``seed`` not an int; or a parameter the mechanism
+        refuses.
+    ValueError
+        A parameter the mechanism, the unit or the bounds refuse, named with its value.
+
     Examples
     --------
     >>> from streamdp.synthetic import generate
@@ -102,7 +112,10 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         reorder: bool = True,
     ) -> None:
         if not isinstance(config, SessionConfig):
-            raise TypeError(f"config must be a SessionConfig, got {type(config).__name__}")
+            hint = " (SessionConfig.from_mapping turns a dict into one)" if isinstance(config, Mapping) else ""
+            raise TypeError(f"config must be a SessionConfig, got {type(config).__name__}{hint}")
+        if isinstance(sinks, ReleaseSink):
+            raise TypeError(f"sinks must be a sequence of sinks, got one sink: pass sinks=[{type(sinks).__name__}(…)]")
         self.config = config.check()
         self.source = source
         self.camera = config.camera_for(camera)
@@ -193,17 +206,21 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         self.counters.received += len(gaze)
         return self._decoded()
 
-    def run(self, recording: Recording) -> list[PrivateRelease]:
-        """A whole recording, then the end of the stream.
+    def run(self, recording: RecordingSource) -> list[PrivateRelease]:
+        """A whole recording (or a gaze batch, or the recording at a path), then the end of the
+        stream.
 
         Raises
         ------
+        TypeError
+            ``recording`` is not a Recording, a GazeBatch or a path.
         InputError
-            ``blinks="given"`` and the recording has no blink events.
+            ``blinks="given"`` and the recording has no blink events; a path holds no recording.
         """
-        self._check_blinks(recording)
-        self.counters.received += len(recording.gaze)
-        out = self.update(GazeColumns.from_batch(recording.gaze), recording.blinks if self._given else None)
+        rec = as_recording(recording)
+        self._check_blinks(rec)
+        self.counters.received += len(rec.gaze)
+        out = self.update(GazeColumns.from_batch(rec.gaze), rec.blinks if self._given else None)
         return out + self.flush()
 
     def restart(self, event: StatusEvent = StatusEvent.CAPTURE_RESTARTED) -> list[PrivateRelease]:
@@ -260,7 +277,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         self.pipeline.privatizer.accountant.carry_from(previous.pipeline.privatizer.accountant)
         self.counters = previous.counters
 
-    def feature_rows(self, recording: Recording) -> FeatureRows:
+    def feature_rows(self, recording: RecordingSource) -> FeatureRows:
         """The unsanitized feature rows of a whole recording, converted exactly as :meth:`run`
         converts it (camera, units, diameter unit) but through a pipeline of their own: the
         session's stream and budget are untouched. Local research output (``streamdp
@@ -268,17 +285,20 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
 
         Raises
         ------
+        TypeError
+            ``recording`` is not a Recording, a GazeBatch or a path.
         InputError
             ``blinks="given"`` and the recording has no blink events.
         """
-        self._check_blinks(recording)
+        rec = as_recording(recording, "feature_rows()")
+        self._check_blinks(rec)
         unit = self._unit
         try:
-            batch = self._to_batch(GazeColumns.from_batch(recording.gaze))
+            batch = self._to_batch(GazeColumns.from_batch(rec.gaze))
         finally:
             self._unit = unit
         pipeline = self.config.feature_pipeline(self.camera)
-        rows = pipeline.update(batch, recording.blinks if self._given else None)
+        rows = pipeline.update(batch, rec.blinks if self._given else None)
         return FeatureRows.concat([rows, pipeline.flush()])
 
     def keep_feature_rows(self) -> list[FeatureRows]:
@@ -342,7 +362,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             self.counters.released += 1
         if self.exhausted and not self._said_exhausted:
             self._said_exhausted = True
-            log.error("%s: %s", self.source, self.pipeline.privatizer.exhausted_message)
+            log.warning("%s", self.pipeline.privatizer.exhausted_message)
             self.publish_status(StatusEvent.BUDGET_EXHAUSTED)
 
     def describe(self) -> dict[str, Any]:

@@ -69,3 +69,17 @@ def test_chunks_touched_by_one_gaze_sample():
     assert chunks_touched(30.0, 0.5, 128) == 2
     assert chunks_touched(30.0, 1.0, 32) == 2
     assert chunks_touched(0.5, 0.5, 32) == 1
+
+
+@pytest.mark.parametrize(
+    "kind, extra, message",
+    [
+        ("chunk", {"budget": 10.0}, "budget applies to the w-event and session units"),
+        ("chunk", {"w": 3}, "w applies to the w-event unit"),
+        ("session", {"budget": 10.0, "w": 3}, "w applies to the w-event unit"),
+    ],
+    ids=["budget-with-chunk", "w-with-chunk", "w-with-session"],
+)
+def test_a_budget_or_w_the_unit_does_not_use_is_refused(kind, extra, message):
+    with pytest.raises(ValueError, match=message):
+        PrivacyUnit(kind, **extra)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamdp.cli import build_parser, main
+from streamdp.cli import COMMANDS, build_parser, main
 from streamdp.cli.format import format_chunk, format_status
 from streamdp.cli.options import add_config_options, config_fields, config_from, option_name
 from streamdp.config import SessionConfig
@@ -18,6 +18,7 @@ from streamdp.schema import FEATURE_NAMES
 from streamdp.synthetic import generate
 
 from .conftest import shared
+from .recording_files import write_capture_recording
 
 
 def test_features_of_synthetic_gaze_to_csv(tmp_path, capsys):
@@ -83,7 +84,13 @@ def test_demo_prints_sanitized_chunks_with_their_ledger(capsys):
     lines = out.splitlines()
     assert lines[0].startswith("chunk 0: streamdp.features.dcfpa")
     assert sum(line.startswith("chunk ") for line in lines) == 2  # steps at 30..99.5 s: 140, two chunks of 64
-    assert "ε/chunk=52" in out and "raw-gaze ε≤104" in out
+    # the ledger as sentences, once per release: cost, what is protected, total so far, raw gaze
+    first, second = (line for line in lines if line.startswith("chunk "))
+    assert "(64 steps): ε 52 for this chunk (1 per feature × 52 features)" in first
+    assert "protected (chunk unit): each chunk: ε = 52 (parallel composition across chunks)" in first
+    assert "spent so far 52;" in first and "spent so far 104;" in second
+    assert first.endswith("one gaze sample influences ≤ 2 chunks: ε ≤ 104 for it under the chunk unit")
+    assert "=" not in lines[1] and lines[1].startswith("  means over the chunk: fixation_rate ")
 
 
 def test_demo_prints_the_same_chunks_offline_as_over_the_network(capsys):
@@ -95,11 +102,29 @@ def test_demo_prints_the_same_chunks_offline_as_over_the_network(capsys):
     assert capsys.readouterr().out == networked
 
 
-def test_demo_with_a_session_budget_reports_exhaustion(capsys):
-    assert main(["demo", "--seed", "1", "--chunk-length", "32", "--unit", "session", "--budget", "104"]) == 0
+@pytest.mark.parametrize("where", ["--offline", "--networked"])
+def test_demo_with_a_session_budget_reports_exhaustion_once(capsys, where):
+    argv = ["demo", "--seed", "1", "--chunk-length", "32", "--unit", "session", "--budget", "104"]
+    assert main([*argv, *([where] if where == "--offline" else [])]) == 0
     captured = capsys.readouterr()
-    assert sum(line.startswith("chunk ") for line in captured.out.splitlines()) == 2
-    assert "nothing more is released" in captured.err
+    chunks = [line for line in captured.out.splitlines() if line.startswith("chunk ")]
+    assert len(chunks) == 2 and "spent so far 104, 0 of the budget left" in chunks[1]
+    assert captured.err.count("nothing more is released") == 1, captured.err
+    assert "streamdp: warning: session budget ε = 104 spent" in captured.err
+
+
+def test_demo_json_prints_each_chunk_as_published(capsys):
+    import json
+
+    assert main(["demo", "--offline", "--seed", "3", "--seconds", "100", "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    messages = [json.loads(line) for line in lines]
+    assert len(messages) == 2 and [m["ledger"]["chunk_index"] for m in messages] == [0, 1]
+    assert messages[0]["topic"] == "streamdp.features.dcfpa" and len(messages[0]["values"]) == 64
+    pipe = SessionConfig(seed=3).private_pipeline(source_camera="pupil_core_720p")
+    want = pipe.run(generate(duration=100.0, rate=200.0, seed=0).recording)[0].to_message()
+    assert messages[0]["values"] == np.asarray(want["values"]).tolist()
+    assert messages[0]["ledger"] == json.loads(json.dumps(want["ledger"]))
 
 
 def test_demo_refuses_bad_privacy_options(capsys):
@@ -109,6 +134,8 @@ def test_demo_refuses_bad_privacy_options(capsys):
     assert "chunk_length must be a power of two" in capsys.readouterr().err
     assert main(["demo", "--k", "many"]) == 2
     assert "--k must be an integer or 'private'" in capsys.readouterr().err
+    assert main(["demo", "--mechanism", "lpa", "--k", "3"]) == 2
+    assert "lpa does not take parameter 'k'" in capsys.readouterr().err
 
 
 def test_audit_command_passes_for_correct_mechanisms(capsys):
@@ -137,7 +164,33 @@ def test_heatmap_command_writes_npy_and_png(tmp_path, capsys):
     )
     assert np.load(out).shape == (12, 16)
     assert (tmp_path / "map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "-DP per observer" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "-DP per observer" in err
+    # two observers at ε 1: the noise is far above the map's mean, and the user is told so
+    assert "streamdp: warning: the heatmap is mostly noise" in err and "with 2 observers" in err
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_heatmap_picture_names_its_axes_units_and_privacy(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from streamdp.cli import heatmap
+
+    seen = {}
+    savefig = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        ax, bar = fig.axes
+        seen.update(title=ax.get_title(), x=ax.get_xlabel(), y=ax.get_ylabel(), bar=bar.get_ylabel())
+        return savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    rec = write_capture_recording(generate(duration=40.0, seed=2).recording, tmp_path / "rec")
+    assert main(["heatmap", str(rec), "--out", str(tmp_path / "m.npy"), "--shape", "6x8", "--seed", "0"]) == 0
+    assert seen["title"] == "heatmap-gaussian: ε 1, δ 1e-05, cap m = 1, 1 observer"
+    assert seen["x"].startswith("scene x (normalized") and seen["y"].startswith("scene y (normalized")
+    assert seen["bar"] == "fixations per observer (noisy: may be negative)"
+    assert heatmap.parse_shape("48X64") == (48, 64)
 
 
 # ---------------------------------------------------------------- options from one configuration
@@ -180,6 +233,53 @@ def test_the_options_of_a_pipeline_command_build_the_configuration(command):
         given += ["--k", "private", "--chunk-length", "32", "--bounds", "b.toml"]
         want |= {"k": "private", "chunk_length": 32, "bounds": "b.toml"}
     assert config_from(parser.parse_args([command, *required, *given])) == SessionConfig(**want)
+
+
+#: the commands that take the configuration's options but sweep some of them
+SWEEP_COMMANDS = {"evaluate": ("privacy", "features"), "audit": ("privacy",)}
+
+
+@pytest.mark.parametrize("command", sorted(SWEEP_COMMANDS))
+def test_evaluate_and_audit_take_their_options_from_the_configuration(command, capsys):
+    text = _help(command, capsys)
+    for group in SWEEP_COMMANDS[command]:
+        for f in config_fields(group):
+            assert option_name(f.name) in text, f"{command} lacks {option_name(f.name)} ({group})"
+    parser = build_parser()
+    given = ["--bounds", "b.toml", "--transform", "dct", "--k", "private", "--unit", "session", "--budget", "9"]
+    want = {"bounds": "b.toml", "transform": "dct", "k": "private", "unit": "session", "budget": 9.0, "seed": 0}
+    if command == "audit":
+        want["chunk_length"] = 32  # the audit's own default, as before
+    else:
+        given += ["--max-dispersion", "1.5", "--camera", "neon"]
+        want |= {"max_dispersion": 1.5, "camera": "neon"}
+    assert config_from(parser.parse_args([command, *given, "--seed", "4"])) == SessionConfig(**{**want, "seed": 4})
+    assert config_from(parser.parse_args([command, *given])) == SessionConfig(**want)
+
+
+def test_audit_gives_each_mechanism_the_parameters_it_takes():
+    from streamdp.cli.audit import audited_configs
+
+    args = build_parser().parse_args(["audit", "--mechanisms", "lpa", "dcfpa", "--k", "2", "--transform", "dct"])
+    configs = audited_configs(config_from(args), args)
+    got = [(c.mechanism, c.transform, c.k, c.sensitivity) for c in configs]
+    assert got == [("lpa", None, None, None), ("dcfpa", "dct", 2, "bound"), ("dcfpa", "dct", 2, "tight")]
+    assert all(c.chunk_length == 32 and c.seed == 0 for c in configs)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--mechanisms", "lpa", "steil", "--k", "2"], "--k applies to none of the audited", id="k"),
+        pytest.param(["--mechanism", "lpa", "--mechanisms", "cfpa"], "give --mechanism or --mechanisms", id="both"),
+        pytest.param(["--mechanisms", "lpa", "--bounds", "missing.toml"], "missing.toml", id="bounds"),
+        pytest.param(["--mechanism", "cfpa", "--k", "private"], "audit needs a fixed k", id="private-k"),
+    ],
+)
+def test_audit_refuses_options_that_do_not_fit(argv, message, capsys):
+    assert main(["audit", "--runs", "200", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
 
 
 def test_a_field_added_to_the_configuration_becomes_an_option_with_no_cli_edit():
@@ -229,15 +329,17 @@ def test_features_of_a_neon_recording_use_its_camera_unless_camera_is_given(tmp_
 # ---------------------------------------------------------------- one formatter, extras by use
 
 
-def test_subscribe_prints_a_published_chunk_and_status_as_the_in_process_formatter_does(capsys):
+@pytest.mark.parametrize("as_json", [False, True], ids=["sentences", "json"])
+def test_subscribe_prints_a_published_chunk_and_status_as_the_in_process_formatter_does(capsys, as_json):
+    import json
+
     from streamdp.network.sink import ReleasePublisher
     from streamdp.session import Session
 
     publisher = ReleasePublisher("tcp://127.0.0.1:0")
     codes: list[int] = []
-    reader = threading.Thread(
-        target=lambda: codes.append(main(["subscribe", publisher.endpoint, "--count", "1", "--timeout", "10"]))
-    )
+    argv = ["subscribe", publisher.endpoint, "--count", "1", "--timeout", "10", *(["--json"] if as_json else [])]
+    reader = threading.Thread(target=lambda: codes.append(main(argv)))
     reader.start()
     try:
         assert publisher.wait_for_subscribers(2, timeout=10.0)
@@ -248,8 +350,16 @@ def test_subscribe_prints_a_published_chunk_and_status_as_the_in_process_formatt
     finally:
         publisher.close()
     assert codes == [0] and len(releases) == 1
-    want = [format_status(status), format_chunk(releases[0].to_message())]
-    assert capsys.readouterr().out.splitlines() == "\n".join(want).splitlines()
+    out = capsys.readouterr().out
+    if as_json:  # one object per line: each message as published
+        got = [json.loads(line) for line in out.splitlines()]
+        message = releases[0].to_message()
+        assert got[0] == status.to_message()
+        assert got[1]["ledger"] == message["ledger"] and got[1]["values"] == np.asarray(message["values"]).tolist()
+        assert len(got) == 2
+    else:
+        want = [format_status(status), format_chunk(releases[0].to_message())]
+        assert out.splitlines() == "\n".join(want).splitlines()
 
 
 @pytest.mark.parametrize(
@@ -266,3 +376,78 @@ def test_a_command_whose_extra_is_missing_says_which_to_install(tmp_path, monkey
     err = capsys.readouterr().err
     assert err.strip() == f"streamdp {argv[0]} needs the optional extra: pip install 'streamdp[{extra}]'"
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- conventions of every command
+
+
+def _options(parser: argparse.ArgumentParser):
+    for action in parser._actions:  # the parser's own record of its options: what --help prints
+        if action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield action
+
+
+def test_every_option_of_every_command_has_help_that_shows_its_default():
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(commands) == {c.__name__.rsplit(".", 1)[1] for c in COMMANDS}
+    for name, sub in commands.items():
+        formatter = sub._get_formatter()
+        for action in _options(sub):
+            option = action.option_strings[-1]
+            text = formatter._expand_help(action)  # the text --help prints for it
+            assert text, f"{name} {option} has no help"
+            if action.nargs != 0 and not action.required and action.dest not in ("verbose_after", "quiet_after"):
+                assert "default" in text, f"{name} {option}: no default in {text!r}"
+
+
+@pytest.mark.parametrize("place", ["before", "after"])
+def test_verbosity_is_accepted_before_and_after_the_command(capsys, place):
+    argv = ["demo", "--offline", "--seed", "1", "--seconds", "70"]
+    assert main(["-q", *argv] if place == "before" else [*argv, "-q"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out.startswith("chunk 0: ")
+    assert main(["-v", *argv] if place == "before" else [*argv, "--verbose"]) == 0
+    assert "streamdp demo: 1 sanitized chunk released" in capsys.readouterr().err
+
+
+def test_version_is_printed_and_logs_are_short(capsys):
+    import streamdp
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out == f"streamdp {streamdp.__version__}\n"
+    assert main(["demo", "--offline", "--seconds", "100", "--unit", "session", "--budget", "60", "--seed", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("streamdp: ")] == [
+        "streamdp: warning: session budget ε = 60 spent (52 used by 1 chunks; the next needs 52): "
+        "nothing more is released"
+    ]
+
+
+@pytest.mark.parametrize("command", ["demo", "relay", "replay", "evaluate"])
+def test_a_toml_config_file_gives_the_configuration_and_options_given_override_it(tmp_path, command):
+    path = tmp_path / "session.toml"
+    path.write_text(SessionConfig(epsilon=0.5, chunk_length=32, unit="session", budget=500.0, window=20.0).to_toml())
+    required = {"replay": ["rec", "--out", "out"]}.get(command, [])
+    parser = build_parser()
+    from_file = config_from(parser.parse_args([command, *required, "--config", str(path)]))
+    assert (from_file.epsilon, from_file.chunk_length, from_file.unit, from_file.budget) == (0.5, 32, "session", 500.0)
+    assert from_file.window == 20.0
+    # an option on the command line wins, even when it names the default value
+    argv = [command, *required, "--config", str(path), "--epsilon", "2", "--chunk-length", "64", "--window", "30"]
+    over = config_from(parser.parse_args(argv))
+    assert (over.epsilon, over.chunk_length, over.window, over.budget) == (2.0, 64, 30.0, 500.0)
+    assert over == SessionConfig(**{**from_file.describe(), "epsilon": 2.0, "chunk_length": 64, "window": 30.0})
+
+
+def test_a_config_file_runs_the_demo_and_its_mistakes_are_named(tmp_path, capsys):
+    good = tmp_path / "good.toml"
+    good.write_text('mechanism = "lpa"\nchunk_length = 32\nseed = 4\n')
+    assert main(["demo", "--offline", "--seconds", "70", "--config", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("chunk 0: streamdp.features.lpa, t ") and "(32 steps)" in out
+    bad = tmp_path / "bad.toml"
+    bad.write_text("epsilom = 2\n")
+    assert main(["demo", "--offline", "--config", str(bad)]) == 2
+    assert capsys.readouterr().err == f"streamdp demo: error: {bad}: unknown key 'epsilom' (did you mean 'epsilon'?)\n"

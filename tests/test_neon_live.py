@@ -284,8 +284,11 @@ def test_neon_relay_publishes_no_running_status_before_its_interval():
 
 @pytest.mark.parametrize(
     ("interval", "error", "message"),
-    [("10", TypeError, "status_interval must be a number"), (0.0, ValueError, "finite and > 0"),
-     (math.inf, ValueError, "finite and > 0")],
+    [
+        ("10", TypeError, "status_interval must be a number"),
+        (0.0, ValueError, "finite and > 0"),
+        (math.inf, ValueError, "finite and > 0"),
+    ],
 )
 def test_a_bad_status_interval_is_refused(interval, error, message):
     session = Session(SessionConfig(), camera="neon")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import msgpack
 import numpy as np
@@ -19,6 +21,8 @@ from streamdp.config import SessionConfig
 from streamdp.offline.evaluate import (
     EVALUATE_MECHANISMS,
     LabelledRecording,
+    feature_signals,
+    grid_config,
     lopo_splits,
     make_classifier,
     read_manifest,
@@ -29,6 +33,7 @@ from streamdp.offline.evaluate import (
 )
 from streamdp.offline.replay import ReplayConfig, replay
 from streamdp.privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
+from streamdp.privacy.utility import mean_utility
 from streamdp.readers import read_recording
 from streamdp.schema import FEATURE_NAMES
 from streamdp.session import Session
@@ -174,30 +179,92 @@ def test_unreadable_and_short_recordings_are_skipped_with_a_message_and_others_g
     assert (tmp_path / "out" / "rec0.csv").exists()
 
 
-def test_interrupted_replay_leaves_nothing_half_written(tmp_path):
-    folders = [
-        str(write_capture_recording(generate(duration=200.0, rate=200.0, seed=s).recording, tmp_path / f"r{s}"))
-        for s in range(12)
-    ]
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, read from /proc (no psutil)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while we looked
+        if ppid == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def many_recordings(tmp_path_factory):
+    base = tmp_path_factory.mktemp("many")
+    rec = generate(duration=200.0, rate=200.0, seed=5).recording
+    return [str(write_capture_recording(rec, base / f"r{i}")) for i in range(10)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads worker processes from /proc")
+@pytest.mark.parametrize(
+    ("sig", "jobs"), [(signal.SIGTERM, 2), (signal.SIGINT, 2), (signal.SIGINT, 1)], ids=["term", "int", "int-1-job"]
+)
+def test_a_signal_to_replay_stops_its_workers_and_leaves_nothing_partial(tmp_path, many_recordings, sig, jobs):
+    code, said = (143, "terminated") if sig == signal.SIGTERM else (130, "interrupted")
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamdp.cli", "replay", *folders, "--out", str(out), "--jobs", "1", "--quiet"],
+        [sys.executable, "-m", "streamdp.cli", "replay", *many_recordings, "--out", str(out), f"--jobs={jobs}", "-q"],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    workers: list[int] = []
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # interrupt once some files are written
-        staged = list(tmp_path.glob(".out.partial-*/*.csv"))
-        if staged or proc.poll() is not None:
+    while time.monotonic() < deadline and proc.poll() is None:  # signal it once workers are writing
+        workers = _children(proc.pid)
+        if len(workers) >= (jobs if jobs > 1 else 0) and list(tmp_path.glob(".out.partial-*/*.csv")):
             break
-        time.sleep(0.02)  # polling the file system for the moment to interrupt, not waiting for a message
-    assert proc.poll() is None, "replay finished before it could be interrupted"
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=30)
-    assert proc.returncode != 0
-    assert not out.exists()
-    assert not list(tmp_path.glob(".out.partial-*"))
+        time.sleep(0.02)  # polling /proc and the file system for the moment to signal
+    assert proc.poll() is None, "replay finished before it could be signalled"
+    assert len(workers) >= (jobs if jobs > 1 else 0)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code
+    assert err.strip().splitlines() == [f"streamdp replay: {said}"]
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the workers' exit is asynchronous to ours
+    assert not [w for w in workers if _alive(w)], "orphaned worker processes"
+    assert not out.exists() and not list(tmp_path.glob(".out.partial-*"))
+
+
+def test_replay_with_every_recording_skipped_exits_1_and_writes_nothing(tmp_path, recordings, capsys):
+    out = tmp_path / "out"
+    code = main(["replay", recordings[2], str(tmp_path / "missing"), "--out", str(out), "--jobs", "1", "-q"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1
+    assert err[-1] == f"streamdp replay: error: every recording was skipped (2 recordings); nothing written to {out}"
+    assert not out.exists() and not list(tmp_path.glob(".out.partial-*"))
+
+
+def test_replay_json_is_a_configuration_a_replay_reads_back(tmp_path, recordings, capsys):
+    first, second = tmp_path / "first", tmp_path / "second"
+    argv = ["replay", recordings[1], "--jobs", "1", "-q"]
+    assert main([*argv, "--out", str(first), "--chunk-length", "32", "--seed", "9", "--transform", "dct"]) == 0
+    assert main([*argv, "--out", str(second), "--config", str(first / "replay.json")]) == 0
+    assert (second / "rec1.msgpack").read_bytes() == (first / "rec1.msgpack").read_bytes()
+    config = json.loads((second / "replay.json").read_text())["config"]
+    assert SessionConfig.from_mapping(config) == SessionConfig(chunk_length=32, seed=9, transform="dct")
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"{recordings[1]}: 3 sanitized chunks (seed 9) → {d}/rec1.*" for d in (first, second)]
+
+
+def test_replay_json_lines_are_the_results(tmp_path, recordings, capsys):
+    assert main(["replay", *recordings[1:], "--out", str(tmp_path / "o"), "--seed", "2", "--json", "-q"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["name"], r["chunks"], r["seed"]) for r in lines] == [("rec1", 1, 2), ("rec2", 0, 3)]
+    assert lines[1]["skipped"].startswith("shorter than one chunk")
 
 
 # ---------------------------------------------------------------- evaluation
@@ -205,8 +272,6 @@ def test_interrupted_replay_leaves_nothing_half_written(tmp_path):
 
 @pytest.fixture(scope="module")
 def labelled():
-    from streamdp.offline.evaluate import feature_signals
-
     rec = generate(duration=80.0, rate=120.0, seed=3).recording
     (lab,) = feature_signals([(rec, "P0", "reading")])
     return rec, lab
@@ -250,6 +315,41 @@ def test_a_chunk_never_spans_a_gap_in_the_steps():
         np.testing.assert_array_equal(out.clean, np.concatenate([lab.features[:32], lab.features[40:72]]))
 
 
+def test_features_for_evaluation_are_the_session_cores(labelled):
+    rec, lab = labelled
+    np.testing.assert_array_equal(lab.features, Session.for_recording(SessionConfig(), rec).feature_rows(rec).values)
+    # the session converts the diameter to the configured unit (here px, which a 3d recording lacks)
+    (px,) = feature_signals([(rec, "P0", "reading")], SessionConfig(diameter_unit="px"))
+    want = Session.for_recording(SessionConfig(diameter_unit="px"), rec).feature_rows(rec)
+    np.testing.assert_array_equal(px.features, want.values)
+    assert not np.array_equal(px.features, SessionConfig(diameter_unit="px").feature_pipeline().run(rec).values)
+    # and refuses blinks "given" by a recording that has none
+    no_blinks = dataclasses.replace(rec, blinks=None)
+    with pytest.raises(InputError, match="blinks 'given', but the recording has no blink events"):
+        feature_signals([(no_blinks, "P0", "reading")], SessionConfig(blinks="given"))
+
+
+def test_offline_fpa_takes_the_configurations_parameters_and_refuses_what_it_does_not_take(labelled):
+    _, lab = labelled
+    config = SessionConfig(transform="dct", k=3)
+    (out,) = sanitize([lab], "fpa", 1.0, 32, seed=4, config=config)
+    want = OFFLINE_MECHANISMS["fpa"](epsilon=1.0, bounds=config.bounds_profile(), transform="dct", k=3)
+    np.testing.assert_array_equal(out.noisy, want.privatize(out.clean, config.rng(4)).values)
+    with pytest.raises(TypeError, match="fpa does not take parameter 'sensitivity'"):
+        sanitize([lab], "fpa", 1.0, 32, seed=4, config=SessionConfig(sensitivity="tight"))
+
+
+def test_a_grid_point_is_the_configuration_with_its_mechanism_epsilon_and_chunk_length():
+    base = SessionConfig(transform="dct", k=2, unit="session", budget=1e4, window=20.0)
+    point = grid_config(base, "cfpa", 3.0, 16)
+    assert point == dataclasses.replace(base, mechanism="cfpa", epsilon=3.0, chunk_length=16)
+    with pytest.raises(TypeError, match="steil does not take parameter 'transform'"):
+        grid_config(base, "steil", 3.0, 16)
+    # no noise only marks the chunks: nothing of the mechanism or the budget is taken from it
+    cut = grid_config(base, "none", 0.0, 16)
+    assert (cut.chunk_length, cut.step, cut.unit, cut.budget, cut.window) == (16, 0.5, "chunk", None, 20.0)
+
+
 def test_reid_split_takes_the_first_half_of_each_recording_for_training():
     train, test = reid_split([4, 6])
     assert train.tolist() == [0, 1, 4, 5, 6]
@@ -287,7 +387,7 @@ def test_classifiers_do_not_see_test_rows_while_fitting():
 
 
 def test_evaluation_finds_structure_where_there_is_some():
-    from streamdp.offline.evaluate import feature_signals, synthetic_study
+    from streamdp.offline.evaluate import synthetic_study
 
     recs = feature_signals(synthetic_study(people=3, seconds=150.0))
     assert {r.participant for r in recs} == {"P0", "P1", "P2"}
@@ -335,6 +435,12 @@ def test_evaluate_command_on_a_manifest_writes_tables_and_plots(tmp_path, capsys
             "dcfpa",
             "--epsilons",
             "10",
+            "--transform",
+            "dct",
+            "--k",
+            "2",
+            "--sensitivity",
+            "tight",
             "--quiet",
         ]
     )
@@ -344,3 +450,42 @@ def test_evaluate_command_on_a_manifest_writes_tables_and_plots(tmp_path, capsys
     for png in ("utility_vs_epsilon.png", "reidentification_vs_epsilon.png", "task_vs_epsilon.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     assert "Chance: re-identification 0.50, task 0.50." in capsys.readouterr().out
+    # the privacy options reached the grid point: its utility is that of the configured mechanism
+    (utility,) = [r["value"] for r in json.loads((out / "results.json").read_text()) if r["metric"] == "utility"]
+    items = [(read_recording(p), person, task) for p, person, task in read_manifest(tmp_path / "manifest.csv")]
+
+    def utility_of(config):
+        pairs = sanitize(feature_signals(items, config), "dcfpa", 10.0, 32, 0, config)
+        return mean_utility(np.concatenate([p.clean for p in pairs]), np.concatenate([p.noisy for p in pairs]))
+
+    assert utility == utility_of(SessionConfig(transform="dct", k=2, sensitivity="tight", seed=0))
+    assert utility != utility_of(SessionConfig(seed=0))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--k", "3"], "lpa does not take parameter 'k': leave it out or choose --mechanisms", id="k-lpa"),
+        pytest.param(["--mechanisms", "fpa", "--sensitivity", "tight"], "fpa does not take parameter", id="fpa"),
+        pytest.param(["--epsilon", "2", "--epsilons", "1"], "give --epsilon or --epsilons, not both", id="both"),
+        pytest.param(["--chunk-lengths", "48"], "chunk_length must be a power of two", id="chunk-length"),
+    ],
+)
+def test_evaluate_refuses_a_grid_point_its_options_do_not_fit_before_any_work(tmp_path, capsys, argv, message):
+    assert main(["evaluate", "--out", str(tmp_path / "eval"), "--quiet", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "synthetic people" not in err
+    assert not (tmp_path / "eval").exists()
+
+
+def test_evaluate_refuses_an_existing_folder_unless_overwrite(tmp_path, capsys):
+    out = tmp_path / "eval"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    argv = ["evaluate", "--out", str(out), "--people", "2", "--seconds", "90", "--mechanisms", "lpa"]
+    argv += ["--epsilons", "10"]
+    assert main([*argv, "-q"]) == 2
+    assert capsys.readouterr().err == f"streamdp evaluate: error: {out}: exists; pass --overwrite to replace it\n"
+    assert main([*argv, "-q", "--overwrite"]) == 0
+    assert (out / "results.csv").exists() and not (out / "mine.txt").exists()
+    assert not list(tmp_path.glob(".eval.partial-*"))

@@ -73,6 +73,32 @@ def test_angle_csv():
     assert len(rec.gaze) == 35406 and 297 < rec.gaze.duration < 298
 
 
+@pytest.mark.parametrize(
+    ("parts", "samples", "duration"),
+    [
+        pytest.param(("pupil_core_binocular_pldata", "binocular_only_gaze.pldata"), 665, 1.662166, id="capture-pldata"),
+        pytest.param(("pupil_core_tutorial", "gaze_positions.csv"), 9302, 39.198164, id="player-export-csv"),
+        pytest.param(("pupil_core_tutorial", "tutorial10"), 2054, 6.932112, id="player-export-folder"),
+        pytest.param(("neon_demo_recording",), 1788, 8.963258, id="neon-native"),
+        pytest.param(("cateyes_119hz", "test_data_full.csv"), 35406, 297.5616, id="angles-csv"),
+    ],
+)
+def test_readers_report_every_sample_and_the_duration_the_file_spans(parts, samples, duration):
+    """Duration is the last timestamp minus the first, in s, whatever unit the file keeps them in
+    (Neon: ns); the CLI decides whether that is long enough for a window."""
+    if parts[0] == "neon_demo_recording":
+        pytest.importorskip("pupil_labs.neon_recording")
+    g = read_recording(shared(*parts)).gaze
+    assert len(g) == samples
+    assert g.duration == pytest.approx(duration, abs=1e-6)
+    assert np.all(np.diff(g.t) >= 0)
+
+
+def test_pupil_positions_duration_is_that_of_the_eye_read():
+    g = read_pupil_positions_csv(shared("pupil_core_music_discovery", "pupil_positions.csv"), eye_id=0)
+    assert len(g) == 1788 and g.duration == pytest.approx(14.498529, abs=1e-6)
+
+
 # ------------------------------------------------------------------ files written in the formats
 
 

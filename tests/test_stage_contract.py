@@ -32,7 +32,20 @@ from streamdp.stages.base import Stage
 from streamdp.stages.chunker import Chunker
 from streamdp.stages.events import EventDetector
 
-from .stage_fixtures import ARRIVAL, FIXTURES, MAX_DELAY, Fixture, Flat, Stream, cut, prefix, starting_at
+from .stage_fixtures import (
+    ARRIVAL,
+    CHUNK_LENGTH,
+    FIXTURES,
+    MAX_DELAY,
+    ROWS,
+    WINDOW,
+    Fixture,
+    Flat,
+    Stream,
+    cut,
+    prefix,
+    starting_at,
+)
 
 # ----------------------------------------------------------------------------- discovery
 
@@ -103,9 +116,9 @@ class Case:
 
     def run(self, stream: Stream, cuts: Sequence[int] = (), seed: int = 1) -> Flat:
         """A fresh stage over ``stream`` cut at ``cuts``, then flushed."""
-        return self.continue_(self.make(seed), stream, cuts)
+        return self.feed_and_flush(self.make(seed), stream, cuts)
 
-    def continue_(self, stage: Any, stream: Stream, cuts: Sequence[int] = ()) -> Flat:
+    def feed_and_flush(self, stage: Any, stream: Stream, cuts: Sequence[int] = ()) -> Flat:
         """``stage`` fed ``stream`` cut at ``cuts``, then flushed: the outputs, flattened."""
         return self.fixture.flatten([*self.feed(stage, cut(stream, list(cuts))), stage.flush()])
 
@@ -168,7 +181,7 @@ def _assert_new_stream(case: Case, stage: Any, last_fed: float, clock: str, afte
     stream = case.fixture.stream
     if clock == "continues":
         stream = starting_at(stream, last_fed + case.fixture.gap)
-    again, fresh = case.continue_(stage, stream), case.run(stream)
+    again, fresh = case.feed_and_flush(stage, stream), case.run(stream)
     _assert_identical(_stream_part(case, again), _stream_part(case, fresh), f"a new stream after {after}")
     if case.fixture.seeded:
         assert not np.array_equal(again["values"], fresh["values"]), "the noise was replayed"
@@ -199,6 +212,12 @@ def test_arrival_stream_is_out_of_order_by_up_to_the_delay():
     assert set(np.unique(ARRIVAL.eye_id)) == {0, 1}
 
 
+def test_rows_leave_a_partial_chunk_at_the_gap_the_end_and_half_way():
+    gap = int(np.flatnonzero(np.diff(ROWS.t) > 1.5 * WINDOW.step)[0]) + 1
+    for steps in (gap, len(ROWS) - gap, len(ROWS) // 2):
+        assert steps % CHUNK_LENGTH, steps
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_output_is_not_empty_and_deterministic(name):
     case = _case(name)
@@ -210,7 +229,10 @@ def test_output_is_not_empty_and_deterministic(name):
 def test_output_equals_the_same_stream_made_another_way(name):
     case = _case(name)
     assert case.fixture.expected is not None
-    _assert_identical(_whole(name), case.fixture.expected(case.cls, 1), "the output of the ordered stream")
+    stream = case.fixture.stream
+    # in batches of 10 samples, as Capture sends them: a batch is shorter than the delays
+    in_batches = case.run(stream, range(10, len(stream), 10))
+    _assert_identical(in_batches, case.fixture.expected(case.cls, 1), "the output of the ordered stream")
 
 
 @pytest.mark.parametrize("name", NAMES)

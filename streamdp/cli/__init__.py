@@ -3,8 +3,11 @@
 Every command that builds a pipeline takes its options from
 :class:`~streamdp.config.SessionConfig` (:mod:`streamdp.cli.options`), so an option added there
 reaches every such command; chunks and status are printed by one formatter
-(:mod:`streamdp.cli.format`). Errors in input end with a message and exit status 2, never a
-traceback; a command that needs an optional extra says which one to install.
+(:mod:`streamdp.cli.format`). Results go to stdout, logs and errors to stderr
+(:mod:`streamdp.cli.console`). Bad input and faults of the machine (a port in use, a path that
+cannot be written, a device that does not answer) end with one line ``streamdp <command>:
+error: <thing>: <problem>`` and a non-zero exit status, never a traceback; a command that needs
+an optional extra says which one to install.
 
 Examples
 --------
@@ -16,53 +19,92 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from ..errors import StreamdpError
 from . import audit, demo, evaluate, features, heatmap, relay, replay, simulate, subscribe
 from .common import MissingExtra
+from .console import (
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    Terminated,
+    configure_logging,
+    error_text,
+    is_environment_fault,
+    termination_as_exception,
+)
+from .parsing import HelpFormatter, Parser, add_verbosity, verbosity
+
+log = logging.getLogger(__name__)
 
 #: the commands, in the order ``streamdp --help`` lists them
 COMMANDS = (features, demo, simulate, relay, subscribe, replay, evaluate, audit, heatmap)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``streamdp`` parser with every command's subparser."""
-    parser = argparse.ArgumentParser(
+    """The ``streamdp`` parser with every command's subparser; ``-v``/``-q`` are accepted before
+    and after the command."""
+    parser = Parser(
         prog="streamdp",
         description="Differentially private eye-movement features for Pupil Labs headsets.",
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"streamdp {__version__}")
+    add_verbosity(parser, after_command=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(commands)
+    for sub in commands.choices.values():
+        sub.formatter_class = HelpFormatter
+        add_verbosity(sub, after_command=True)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``streamdp`` command; returns its exit status.
 
-    0 success, 1 the command ran but found a problem (e.g. nothing released), 2 bad input or a
-    missing optional extra (a message, no traceback), 130 interrupted.
+    0 success; 1 the command ran but produced nothing valid (no rows, every recording skipped,
+    nothing released); 2 bad input, a fault of the machine or a missing optional extra (one
+    line on stderr, no traceback); 130 interrupted (SIGINT), 143 terminated (SIGTERM), after
+    cleaning up (workers stopped, nothing partial left).
     """
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
+    configure_logging(verbosity(args))
+    command = f"streamdp {args.command}"
     try:
-        return int(args.handler(args))
+        with termination_as_exception():
+            return int(args.handler(args))
     except MissingExtra as exc:
         print(exc, file=sys.stderr)
         return 2
-    except (StreamdpError, ValueError, TypeError) as exc:
+    except BrokenPipeError:
+        return _reader_gone()
+    except (StreamdpError, ValueError, TypeError, OSError) as exc:
         # invalid option values reach the validated configuration; its messages name them
-        print(f"streamdp {args.command}: error: {exc}", file=sys.stderr)
+        log.debug("%s failed", command, exc_info=True)
+        print(f"{command}: error: {error_text(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if not is_environment_fault(exc):
+            raise  # a bug of ours: its traceback is what a report needs
+        log.debug("%s failed", command, exc_info=True)
+        print(f"{command}: error: {error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # the reader went away (e.g. `streamdp demo | head`): not an error of ours
-        sys.stderr.close()
-        return 0
+        print(f"{command}: interrupted", file=sys.stderr)
+        return EXIT_SIGINT
+    except Terminated:
+        print(f"{command}: terminated", file=sys.stderr)
+        return EXIT_SIGTERM
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (``streamdp demo | head``): not an error of ours. What is
+    still buffered goes to /dev/null, so that flushing it at exit raises nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0

@@ -20,7 +20,9 @@ from ..config import SessionConfig
 from ..errors import StreamdpError
 from ..privacy.mechanisms import MECHANISMS
 from .evaluate import grid_axis
-from .options import add_config_options, config_from, field_choices, option_name
+from .format import counted
+from .options import GivenValue, add_config_options, checked, config_from, field_choices, option_name
+from .parsing import COUNT, FRACTION
 
 #: the mechanism parameters audited over, beyond what the configuration fixes
 _PARAMETERS = ("transform", "k", "sensitivity")
@@ -32,14 +34,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="empirical privacy audit: a high-confidence lower bound on ε",
         conflict_handler="resolve",  # its own --seed replaces the configuration's
     )
-    p.add_argument("--mechanisms", nargs="+", choices=tuple(MECHANISMS), help="(default: all of them)")
+    p.add_argument(
+        "--mechanisms", nargs="+", choices=tuple(MECHANISMS), help="mechanisms to audit (default: all of them)"
+    )
     for many, field in (("--transforms", "transform"), ("--sensitivities", "sensitivity")):
         p.add_argument(many, nargs="+", choices=field_choices(field), help="where a mechanism takes it (default: all)")
     p.add_argument("--feature", default="fixation_rate", help="the feature whose bounds are audited")
-    p.add_argument("--runs", type=int, default=20000, help="runs per neighbouring input (default: %(default)s)")
-    p.add_argument("--alpha", type=float, default=0.01, help="1 - confidence of the bound (default: %(default)s)")
+    p.add_argument("--runs", type=COUNT, default=20000, help="runs per neighbouring input, ≥ 1")
+    p.add_argument(
+        "--alpha", type=FRACTION, default=0.01, help="1 − confidence of the bound, strictly between 0 and 1"
+    )
     add_config_options(p, ["privacy"])
-    p.add_argument("--seed", type=int, default=0, help="seed of the audit's noise (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, action=GivenValue, help="seed of the audit's noise")
     p.set_defaults(handler=run, chunk_length=32)
 
 
@@ -83,12 +89,13 @@ def run(args: argparse.Namespace) -> int:
     feature = [names.index(args.feature)]
     mechanisms = []
     for config in audited_configs(base, args):
-        mech = config.mechanism_instance()
+        mech = checked(config).mechanism_instance()
         # the same mechanism on the audited feature's bounds only: the audit is one feature at a time
         mechanisms.append(type(mech)(**{**mech.arguments(), "bounds": mech.bounds.select(feature)}))
+    confidence = f"{counted(args.runs, 'run')} per input, {100 * (1 - args.alpha):.4g} % confidence"
     print(
         f"{'mechanism':10s} {'transform':9s} {'k':>3s} {'sensitivity':12s} {'ε claimed':>9s} "
-        f"{'ε lower bound':>13s}  result  ({args.runs} runs per input, {1 - args.alpha:.0%} confidence)"
+        f"{'ε lower bound':>13s}  result  ({confidence})"
     )
     failed = 0
     seed = base.seed if base.seed is not None else 0

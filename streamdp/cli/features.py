@@ -1,4 +1,9 @@
-"""``streamdp features``: the unsanitized 52 features of a recording, to a local file."""
+"""``streamdp features``: the unsanitized 52 features of a recording, to a local file.
+
+The format follows the extension: ``.csv``, ``.npz``, or ``.parquet`` (with the ``parquet``
+extra); any other is refused before any work. A recording that gives no feature row (shorter
+than one window) writes nothing and exits with status 1, saying why.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,13 @@ import numpy as np
 from ..errors import StreamdpError
 from ..schema import FEATURE_NAMES
 from ..stages.features import FeatureRows
-from .common import load_recording
+from .common import load_recording, output_file, require_extra, write_atomically
+from .console import say
 from .options import add_config_options, config_from
+from .parsing import POSITIVE
+
+#: the output formats, by extension
+SUFFIXES = (".csv", ".npz", ".parquet")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -24,42 +34,72 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "scene camera.",
     )
     p.add_argument("path", nargs="?", help="recording folder or file (default: synthetic gaze)")
-    p.add_argument("--out", required=True, help="output file, .csv or .npz")
-    p.add_argument("--synthetic", type=float, metavar="SECONDS", help="length of synthetic gaze when no path")
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic gaze (default: %(default)s)")
+    p.add_argument(
+        "--out", required=True, help="output file: .csv, .npz, or .parquet (pip install 'streamdp[parquet]')"
+    )
+    p.add_argument(
+        "--synthetic", type=POSITIVE, metavar="SECONDS", help="length of synthetic gaze when no path (default: 120)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic gaze")
     add_config_options(p, ["features"])
     p.set_defaults(handler=run)
 
 
 def write_feature_rows(rows: FeatureRows, out: Path) -> None:
-    """CSV (``t`` then the 52 named columns) or ``.npz`` (arrays ``t``, ``values``, ``names``);
-    nothing half-written is ever left under the final name."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    if out.suffix == ".npz":
-        with open(tmp, "wb") as fh:
-            np.savez(fh, t=rows.t, values=rows.values, names=np.array(FEATURE_NAMES))
-    else:
-        data = np.column_stack([rows.t, rows.values]) if len(rows) else np.empty((0, 1 + len(FEATURE_NAMES)))
-        header = ",".join(("t", *FEATURE_NAMES))
-        np.savetxt(tmp, data, delimiter=",", header=header, comments="", fmt="%.17g")
-    tmp.replace(out)
+    """CSV (``t`` then the 52 named columns), ``.npz`` (arrays ``t``, ``values``, ``names``) or
+    Parquet (the CSV's columns; needs pyarrow); nothing half-written is ever left under the final
+    name.
+
+    Raises
+    ------
+    InputError
+        The file cannot be written.
+    """
+    suffix = out.suffix.lower()
+
+    def write(tmp: Path) -> None:
+        if suffix == ".npz":
+            with open(tmp, "wb") as fh:
+                np.savez(fh, t=rows.t, values=rows.values, names=np.array(FEATURE_NAMES))
+        elif suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            columns = {"t": rows.t, **{name: rows.values[:, i] for i, name in enumerate(FEATURE_NAMES)}}
+            pq.write_table(pa.table(columns), tmp)
+        else:
+            data = np.column_stack([rows.t, rows.values]) if len(rows) else np.empty((0, 1 + len(FEATURE_NAMES)))
+            header = ",".join(("t", *FEATURE_NAMES))
+            np.savetxt(tmp, data, delimiter=",", header=header, comments="", fmt="%.17g")
+
+    write_atomically(out, write)
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)  # bad options fail before anything is read or written
+    out = output_file(args.out, SUFFIXES)
+    if out.suffix.lower() == ".parquet":
+        require_extra("pyarrow", "parquet", "features")
     rec = load_recording(args.path, args.synthetic, args.seed)
     if config.blinks == "given" and rec.blinks is None:
         raise StreamdpError(f"{args.path or rec.name}: --blinks given, but the recording has no blink events")
     from ..session import Session
 
     rows = Session.for_recording(config, rec).feature_rows(rec)
-    out = Path(args.out)
+    if not len(rows):
+        seconds = float(rec.gaze.duration) if len(rec.gaze) else 0.0
+        why = (
+            f"{seconds:.1f} s of gaze is shorter than one {config.window:g} s window"
+            if seconds < config.window
+            else "no step has a window of usable gaze"
+        )
+        name = args.path or rec.name
+        print(f"streamdp features: error: {name}: {why}: no feature rows, nothing written", file=sys.stderr)
+        return 1
     write_feature_rows(rows, out)
-    print(
+    say(
         f"wrote {len(rows)} UNSANITIZED feature rows of {rec.name} to {out} "
         f"(scene camera {config.camera_for(rec.camera)}; raw features for local research: "
         "not differentially private, do not share)",
-        file=sys.stderr,
     )
     return 0

@@ -1,18 +1,30 @@
 """``streamdp heatmap``: a differentially private fixation heatmap over many recordings (Liu et
-al.), as ``.npy`` and a PNG picture (the PNG needs the ``plot`` extra: matplotlib)."""
+al.), as ``.npy`` and a PNG picture (the PNG needs the ``plot`` extra: matplotlib).
+
+The picture says what it shows: normalized scene coordinates on its axes, fixations per observer
+on its colour bar (noisy, so some pixels are negative), and the mechanism, ε, δ, the cap m and
+the number of observers in its title. When the noise's standard deviation is at least the map's
+mean, the map is mostly noise: a warning says so and how many observers would be needed.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
+import math
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import StreamdpError
 from ..privacy.mechanisms import HEATMAP_MECHANISMS
-from .common import require_extra
+from .common import output_file, require_extra, write_atomically
+from .console import say
+from .format import counted
 from .options import add_config_options, config_from
+from .parsing import FRACTION, POSITIVE
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -25,27 +37,56 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", help="recordings, one per observer")
     p.add_argument("--out", required=True, help="output .npy (a PNG is written beside it)")
     p.add_argument("--png", help="PNG picture path (default: --out with .png)")
+    p.add_argument("--mechanism", choices=tuple(HEATMAP_MECHANISMS), default="gaussian", help="noise mechanism")
+    p.add_argument("--epsilon", type=POSITIVE, default=1.0, help="ε per observer")
     p.add_argument(
-        "--mechanism",
-        choices=tuple(HEATMAP_MECHANISMS),
-        default="gaussian",
-        help="(default: %(default)s)",
+        "--delta", type=FRACTION, default=1e-5, help="δ, where the mechanism has one, strictly between 0 and 1"
     )
-    p.add_argument("--epsilon", type=float, default=1.0, help="ε per observer (default: %(default)s)")
-    p.add_argument("--delta", type=float, default=1e-5, help="δ, where the mechanism has one (default: %(default)s)")
-    p.add_argument("--cap", default="1", help="per-pixel cap m (public), or 'auto' for Algorithm 1 (not private)")
-    p.add_argument("--shape", default="24x32", help="HEIGHTxWIDTH of the map (default: %(default)s)")
-    p.add_argument("--seed", type=int, help="seed (default: OS entropy)")
+    p.add_argument(
+        "--cap", default="1", help="per-pixel cap m ≥ 1 (public), or 'auto' for Algorithm 1, not private (default: 1)"
+    )
+    p.add_argument("--shape", default="24x32", help="HEIGHTxWIDTH of the map in pixels")
+    p.add_argument("--seed", type=int, help="noise seed (default: OS entropy)")
     add_config_options(p, ["features"])
     p.set_defaults(handler=run)
 
 
-def _shape(text: str) -> tuple[int, int]:
+def parse_shape(text: str) -> tuple[int, int]:
+    """``"24x32"`` → ``(24, 32)``.
+
+    Raises
+    ------
+    StreamdpError
+        Not two whole numbers ≥ 1 joined by ``x``.
+
+    Examples
+    --------
+    >>> parse_shape("24x32")
+    (24, 32)
+    >>> parse_shape("0x0")
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.StreamdpError: --shape 0x0: height and width must be whole numbers ≥ 1, e.g. 48x64
+    """
     try:
         h, w = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise StreamdpError(f"--shape must be HEIGHTxWIDTH, e.g. 48x64, got {text!r}") from None
+    if h < 1 or w < 1:
+        raise StreamdpError(f"--shape {text}: height and width must be whole numbers ≥ 1, e.g. 48x64")
     return h, w
+
+
+def _cap(text: str) -> int | None:
+    if text == "auto":
+        return None
+    try:
+        cap = int(text)
+    except ValueError:
+        cap = 0
+    if cap < 1:
+        raise StreamdpError(f"--cap must be a whole number ≥ 1 or 'auto', got {text!r}")
+    return cap
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,12 +99,10 @@ def run(args: argparse.Namespace) -> int:
     from ..stages.events import EventDetector
 
     config = config_from(args)
-    h, w = _shape(args.shape)
-    if args.cap != "auto":
-        try:
-            cap = int(args.cap)
-        except ValueError:
-            raise StreamdpError(f"--cap must be an integer or 'auto', got {args.cap!r}") from None
+    h, w = parse_shape(args.shape)
+    cap = _cap(args.cap)
+    out = output_file(args.out, (".npy",))
+    png = output_file(args.png or out.with_suffix(".png"), (".png",), option="--png")
     maps = []
     for path in args.paths:
         rec = read_recording(path)
@@ -73,30 +112,52 @@ def run(args: argparse.Namespace) -> int:
         nx, ny = degrees_to_norm(fix.x, fix.y, events.fov_deg) if events.units == "deg" else (fix.x, fix.y)
         maps.append(gaze_map(nx, ny, (h, w), cap=10**9))
     arr = np.asarray(maps)
+    n = len(maps)
     cap_note = "public"
-    if args.cap == "auto":
-        probe = HeatmapGaussian(epsilon=args.epsilon, delta=args.delta, cap=1, n_observers=len(maps), shape=(h, w))
+    if cap is None:
+        probe = HeatmapGaussian(epsilon=args.epsilon, delta=args.delta, cap=1, n_observers=n, shape=(h, w))
         cap = optimal_cap(arr, probe.sigma)
         cap_note = "chosen from the data by Liu et al. Algorithm 1: NOT covered by the guarantee"
     cls = HEATMAP_MECHANISMS[args.mechanism]
-    params = {"epsilon": args.epsilon, "cap": cap, "n_observers": len(maps), "shape": (h, w)}
+    params = {"epsilon": args.epsilon, "cap": cap, "n_observers": n, "shape": (h, w)}
     if "delta" in cls.parameters:
         params["delta"] = args.delta
     mech = cls(**params)
     if isinstance(mech, HeatmapGaussian):
-        guarantee = f"({args.epsilon:g}, {args.delta:g})-DP per observer, σ = {mech.sigma:.4g}"
+        sd = mech.sigma
+        privacy = f"ε {args.epsilon:g}, δ {args.delta:g}"
+        guarantee = f"({args.epsilon:g}, {args.delta:g})-DP per observer, Gaussian noise σ = {sd:.4g}"
     elif isinstance(mech, HeatmapLaplace):
-        guarantee = f"{args.epsilon:g}-DP per observer, Laplace scale {mech.scale:.4g}"
+        sd = math.sqrt(2.0) * mech.scale
+        privacy = f"ε {args.epsilon:g}"
+        guarantee = f"{args.epsilon:g}-DP per observer, Laplace scale {mech.scale:.4g} (sd {sd:.4g})"
     else:
+        sd = float("nan")
+        privacy = f"ε {args.epsilon:g}"
         guarantee = f"{args.epsilon:g}-DP per observer, {mech!r}"
     noisy = mech.privatize(arr, secure_generator(args.seed))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    np.save(out, noisy)
-    png = Path(args.png) if args.png else out.with_suffix(".png")
-    _picture(noisy, png, f"{mech.name}: {len(maps)} observers, cap {cap}")
-    print(f"wrote {out} and {png}: {guarantee}; cap m = {cap} ({cap_note})", file=sys.stderr)
+    mean = float(np.minimum(arr, cap).mean()) if n else 0.0
+    if sd >= mean:
+        need = math.ceil(n * sd / mean) if mean > 0 else None
+        more = f"; about {need} observers would bring it below the mean" if need else ""
+        log.warning(
+            "the heatmap is mostly noise: its noise sd %.3g is at least the map's mean %.3g fixations per observer "
+            "per pixel with %s%s (a larger ε, cap or pixels would help too)",
+            sd,
+            mean,
+            counted(n, "observer"),
+            more,
+        )
+    write_atomically(out, lambda tmp: _save(tmp, noisy))
+    title = f"{mech.name}: {privacy}, cap m = {cap}, {counted(n, 'observer')}"
+    write_atomically(png, lambda tmp: _picture(noisy, tmp, title), option="--png")
+    say(f"wrote {out} and {png}: {guarantee}; cap m = {cap} ({cap_note})")
     return 0
+
+
+def _save(path: Path, values: np.ndarray) -> None:
+    with open(path, "wb") as fh:  # a file, not a name: np.save would add .npy to the staging name
+        np.save(fh, values)
 
 
 def _picture(noisy: np.ndarray, png: Path, title: str) -> None:
@@ -106,9 +167,12 @@ def _picture(noisy: np.ndarray, png: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     h, w = noisy.shape
-    fig, ax = plt.subplots(figsize=(w / 8 + 1.5, h / 8 + 0.8))
+    fig, ax = plt.subplots(figsize=(w / 8 + 2.0, h / 8 + 1.4))
     im = ax.imshow(noisy, cmap="inferno", extent=(0, 1, 0, 1), aspect="auto")
     ax.set_title(title, fontsize=9)
-    fig.colorbar(im, ax=ax, label="fixations per observer")
-    fig.savefig(png, dpi=120, bbox_inches="tight")
+    ax.set_xlabel("scene x (normalized, 0 = left, 1 = right)")
+    ax.set_ylabel("scene y (normalized, 0 = bottom, 1 = top)")
+    fig.colorbar(im, ax=ax, label="fixations per observer (noisy: may be negative)")
+    with open(png, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)

@@ -9,21 +9,32 @@ every command that uses its group, with no edit here.
 
 Values are converted by the field's type: ``float``, ``int``, ``str`` (with its choices), ``bool``
 (``--x``/``--no-x``), optional variants of these, and ``int | str`` (an integer, or one of the
-field's ``keywords``, e.g. ``--k private``). The configuration validates the values themselves.
+field's ``keywords``, e.g. ``--k private``). The configuration validates the values themselves;
+:func:`config_from` also refuses options that do not apply (``--budget`` under the chunk unit) and
+:func:`checked` a mechanism whose noise cannot be drawn (an ε so small its scale overflows).
+
+``--config FILE`` (:func:`add_config_file_option`) starts from a TOML file of configuration
+fields, or the ``config`` of a ``replay.json``; the options given on the command line override it
+(each option records that it was given, so an option set to its default still overrides).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import types
 import typing
+import warnings
 from collections.abc import Sequence
-from dataclasses import MISSING, Field, fields
+from dataclasses import MISSING, Field, fields, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..config import SessionConfig
-from ..errors import StreamdpError
+from ..errors import InputError, StreamdpError
 
 #: the option groups a configuration field may belong to, in the order help shows them
 GROUPS = ("privacy", "features", "live")
@@ -32,8 +43,34 @@ GROUPS = ("privacy", "features", "live")
 #: them under ``keywords``
 _KEYWORDS: dict[str, tuple[str, ...]] = {"k": ("private",)}
 
+#: what a field whose default is None means when unset, where its own help does not say
+_UNSET = {"budget": "required by the w-event and session units", "w": "required by the w-event unit"}
+
 _GROUPS_DEST = "_config_groups"
 _TYPE_DEST = "_config_type"
+_GIVEN_DEST = "_config_given"
+#: where --config's path is parsed to
+CONFIG_FILE_DEST = "config_file"
+
+
+def _mark_given(namespace: argparse.Namespace, dest: str) -> None:
+    setattr(namespace, _GIVEN_DEST, {*getattr(namespace, _GIVEN_DEST, ()), dest})
+
+
+class GivenValue(argparse.Action):
+    """Stores the value and records that the option was given (it overrides ``--config``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        setattr(namespace, self.dest, values)
+        _mark_given(namespace, self.dest)
+
+
+class _GivenFlag(argparse.BooleanOptionalAction):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        super().__call__(parser, namespace, values, option_string)
+        _mark_given(namespace, self.dest)
 
 
 def option_name(field_name: str) -> str:
@@ -95,9 +132,13 @@ def field_choices(name: str, config_type: type = SessionConfig) -> tuple[Any, ..
 
 def _help(f: Field[Any]) -> str:
     text = str(f.metadata.get("help", "")).replace("%", "%%")
-    if _default(f) is not None and "default" not in text:
-        text += " (default: %(default)s)"
-    return text
+    if "default" in text:
+        return text
+    if _default(f) is None:
+        return f"{text} (default: unset; {_UNSET[f.name]})" if f.name in _UNSET else f"{text} (default: unset)"
+    if _kinds(_hints(SessionConfig).get(f.name, float)) == {bool}:
+        return text  # BooleanOptionalAction adds the default itself
+    return text + " (default: %(default)s)"
 
 
 def add_config_options(
@@ -130,11 +171,11 @@ def _default(f: Field[Any]) -> Any:
 
 def _argument(f: Field[Any], annotation: Any) -> dict[str, Any]:
     kinds = _kinds(annotation)
-    out: dict[str, Any] = {"default": _default(f)}
+    out: dict[str, Any] = {"default": _default(f), "action": GivenValue}
     if "choices" in f.metadata:
         out["choices"] = tuple(f.metadata["choices"])
     if kinds == {bool}:
-        out["action"] = argparse.BooleanOptionalAction
+        out["action"] = _GivenFlag
     elif kinds == {int, str}:
         out["metavar"] = "|".join(("N", *_keywords(f)))  # converted in config_from, where errors name the option
     elif len(kinds) == 1 and next(iter(kinds)) in (int, float, str):
@@ -159,14 +200,64 @@ def _int_or_keyword(f: Field[Any], value: Any) -> Any:
         raise StreamdpError(f"{option_name(f.name)} must be an integer{alternatives}, got {value!r}") from None
 
 
+def add_config_file_option(parser: argparse.ArgumentParser) -> None:
+    """``--config FILE``: the configuration from a TOML file (or a ``replay.json``), which the
+    options given on the command line override."""
+    parser.add_argument(
+        "--config",
+        dest=CONFIG_FILE_DEST,
+        metavar="FILE",
+        help="start from a TOML file of configuration fields (field = value, as SessionConfig.to_toml "
+        "writes), or the replay.json of a replay; options given here override it (default: none)",
+    )
+
+
+def load_config_file(path: str | Path, config_type: type[SessionConfig] = SessionConfig) -> Any:
+    """The configuration in ``path``: a TOML file of fields, or a JSON file that holds them (under
+    ``"config"``, as ``replay.json`` does, or at its top level).
+
+    Raises
+    ------
+    InputError
+        The file cannot be read or parsed, or has a key that is no field (named).
+    TypeError, ValueError
+        A value of the wrong type or out of range, named with the file and the field.
+
+    Examples
+    --------
+    >>> load_config_file("/no/such.toml")
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.InputError: /no/such.toml: no such file
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".json":
+        return config_type.from_toml(p)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot be read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p}: not valid JSON: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data = data["config"]
+    return config_type.from_mapping(data, source=str(p))
+
+
 def config_from(args: argparse.Namespace) -> SessionConfig:
-    """The configuration the parsed options of a command describe; fields of groups the command
-    does not offer keep their defaults.
+    """The configuration the parsed options of a command describe: the ``--config`` file's, if
+    one was given, with the options given on the command line over it; otherwise the options,
+    fields of groups the command does not offer keeping their defaults.
 
     Raises
     ------
     StreamdpError
-        An ``int | str`` option is neither an integer nor one of its words.
+        An ``int | str`` option is neither an integer nor one of its words; ``--budget`` or
+        ``--w`` where the unit does not use them.
+    InputError
+        The ``--config`` file cannot be read, or has a key that is no field.
     TypeError, ValueError
         From :class:`SessionConfig`: a value of the wrong type or out of range.
 
@@ -188,4 +279,50 @@ def config_from(args: argparse.Namespace) -> SessionConfig:
             if _kinds(hints[f.name]) == {int, str}:
                 value = _int_or_keyword(f, value)
             values[f.name] = value
-    return config_type(**values)
+    path = getattr(args, CONFIG_FILE_DEST, None)
+    if path:
+        given: set[str] = getattr(args, _GIVEN_DEST, set())
+        base = load_config_file(path, config_type)
+        config = replace(base, **{name: v for name, v in values.items() if name in given})
+    else:
+        config = config_type(**values)
+    return config
+
+
+def checked(config: SessionConfig) -> SessionConfig:
+    """``config`` once everything it builds was built and its mechanism has drawn the noise of
+    one chunk (on a generator of its own: no release is affected), so that a bad option fails
+    before any socket, file or worker exists.
+
+    Raises
+    ------
+    StreamdpError
+        The noise is not finite: ε so small that its scale overflows (named).
+    TypeError, ValueError
+        From :meth:`SessionConfig.check`.
+
+    Examples
+    --------
+    >>> checked(SessionConfig(epsilon=2.0)).epsilon
+    2.0
+    >>> try:  # refused here, or already by the mechanism's own check
+    ...     checked(SessionConfig(epsilon=1e-300))
+    ... except (StreamdpError, ValueError) as exc:
+    ...     print("refused:", "overflows" in str(exc))
+    refused: True
+    """
+    from ..privacy.noise import secure_generator
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an overflow is reported below, as a sentence
+        mech = config.check().mechanism_instance()
+        probe = np.zeros((config.chunk_length, mech.n_features))
+        try:
+            finite = bool(np.isfinite(mech.privatize(probe, secure_generator(0)).values).all())
+        except (ValueError, OverflowError, FloatingPointError):
+            finite = False
+    if not finite:
+        raise StreamdpError(
+            f"--epsilon {config.epsilon:g} is so small that the noise scale overflows: choose a larger ε"
+        )
+    return config

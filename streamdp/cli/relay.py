@@ -1,29 +1,42 @@
 """``streamdp relay``: live gaze in (Pupil Capture, or a Neon/Invisible), sanitized chunks out on
-a ZeroMQ topic."""
+a ZeroMQ topic.
+
+Everything that can fail before the loop does so with one line and nothing left running: the
+options, the addresses, the CURVE certificates, the port to listen on (in use?), the device.
+SIGINT and SIGTERM end the loop between two batches (no partial chunk); the stop line is the
+session's status in words.
+"""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import StreamdpError
+from ..errors import InputError, StreamdpError
+from .console import error_text, on_stop_signals, say
 from .format import format_status
-from .options import add_config_options, config_from
+from .options import add_config_file_option, add_config_options, checked, config_from
+from .parsing import POSITIVE
+
+#: where the realtime API's exceptions come from (it raises its own types, aiohttp's and asyncio's)
+_DEVICE_MODULES = ("pupil_labs", "aiohttp", "asyncio", "zeroconf")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("relay", help="Pupil Capture's gaze in, sanitized chunks out on a ZeroMQ topic")
-    p.add_argument("--remote", default="tcp://127.0.0.1:50020", help="Pupil Remote (default: %(default)s)")
-    p.add_argument("--bind", default="tcp://127.0.0.1:5570", help="where subscribers connect (default: %(default)s)")
+    p.add_argument("--remote", default="tcp://127.0.0.1:50020", help="Pupil Remote's address")
+    p.add_argument("--bind", default="tcp://127.0.0.1:5570", help="where subscribers connect")
     p.add_argument("--to-backbone", action="store_true", help="also publish onto Capture's backbone")
-    p.add_argument("--curve-secret", help="relay's CURVE secret certificate (zmq.auth format)")
-    p.add_argument("--curve-clients", help="folder of allowed clients' public certificates")
-    p.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without CURVE")
     p.add_argument(
-        "--status-interval", type=float, default=10.0, help="seconds between status messages (default: %(default)s)"
+        "--curve-secret", help="relay's CURVE secret certificate, zmq.auth format (default: none, loopback only)"
     )
+    p.add_argument("--curve-clients", help="folder of allowed clients' public certificates (default: none)")
+    p.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without CURVE")
+    p.add_argument("--status-interval", type=POSITIVE, default=10.0, help="seconds between status messages")
     p.add_argument(
         "--neon",
         nargs="?",
@@ -31,9 +44,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default=None,
         metavar="HOST[:PORT]",
         help="take gaze from a Neon or Invisible (realtime API) instead of Pupil Capture; "
-        "without an address the device is discovered",
+        "without an address the device is discovered (default: Pupil Capture)",
     )
     p.add_argument("--invisible", action="store_true", help="the device is a Pupil Invisible (scene 1088×1080)")
+    add_config_file_option(p)
     add_config_options(p, ["privacy", "features", "live"])
     p.set_defaults(handler=run)
 
@@ -48,26 +62,75 @@ def _curve(args: argparse.Namespace) -> Any:
     return CurveServer(Path(args.curve_secret), Path(args.curve_clients))
 
 
-def run(args: argparse.Namespace) -> int:
-    import signal
+def _is_device_error(exc: BaseException) -> bool:
+    return isinstance(exc, (OSError, TimeoutError)) or type(exc).__module__.split(".")[0] in _DEVICE_MODULES
 
+
+def _quiet_device_cleanup(previous: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """An unraisable hook that hides the realtime API's own error while it destroys a device it
+    failed to build (its ``__del__`` raises AttributeError), and passes anything else on."""
+
+    def hook(unraisable: Any) -> None:
+        module = getattr(unraisable.object, "__module__", None) or type(unraisable.object).__module__
+        if str(module).startswith("pupil_labs"):
+            return
+        previous(unraisable)
+
+    return hook
+
+
+def connect_neon(address: str) -> Any:
+    """The realtime-API device at ``address`` (``host[:port]``; empty: discovered).
+
+    Raises
+    ------
+    InputError
+        The address is malformed, the ``neon`` extra is missing, or the device cannot be
+        reached (the realtime API's reason, in one line).
+    """
+    from ..network.neon import connect_device
+
+    host, _, port = address.partition(":")
+    if address and (not host or (port and not (port.isdigit() and 1 <= int(port) <= 65535))):
+        raise InputError(f"--neon {address}: give HOST or HOST:PORT with a port 1–65535")
+    previous = sys.unraisablehook
+    sys.unraisablehook = _quiet_device_cleanup(previous)
+    try:
+        try:
+            return connect_device(address or None)
+        except InputError:
+            raise
+        except Exception as exc:
+            if not _is_device_error(exc):
+                raise
+            problem = error_text(exc)
+        gc.collect()  # the half-built device dies here, while its cleanup error is hidden
+    finally:
+        sys.unraisablehook = previous
+    raise InputError(f"--neon {address or '(discovery)'}: cannot reach the device: {problem}")
+
+
+def run(args: argparse.Namespace) -> int:
     from ..network.sink import ReleasePublisher
+    from ..network.subscriber import check_address
     from ..session import Session
     from ..status import StatusEvent
 
-    config = config_from(args).check()  # bad options fail before any socket exists
+    config = checked(config_from(args))  # bad options fail before any socket exists
+    if args.neon is None:
+        check_address(args.remote, example="tcp://127.0.0.1:50020")
     curve = _curve(args)
     publisher = ReleasePublisher(args.bind, curve=curve, insecure=args.insecure)
     shell: Any
     try:
         if args.neon is not None:
-            from ..network.neon import NeonRelay, connect_device
+            from ..network.neon import NeonRelay
 
-            device = connect_device(args.neon or None)
+            device = connect_neon(args.neon)
             source = f"{'Invisible' if args.invisible else 'Neon'} at {args.neon or 'a discovered device'}"
             camera = "invisible" if args.invisible else "neon"
             session = Session(config, sinks=[publisher], camera=camera, source=source)
-            shell = NeonRelay(session, device, invisible=args.invisible)
+            shell = NeonRelay(session, device, invisible=args.invisible, status_interval=args.status_interval)
         else:
             from ..network.relay import Relay
 
@@ -76,17 +139,19 @@ def run(args: argparse.Namespace) -> int:
             shell = Relay(
                 session, remote=args.remote, to_backbone=args.to_backbone, status_interval=args.status_interval
             )
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: shell.stop())
-        print(
+        on_stop_signals(shell.stop)
+        say(
             f"streamdp relay: {source} → {publisher.endpoint} ({config.mechanism}, "
-            f"ε {config.epsilon:g}/feature/chunk, unit {config.unit}, scene camera {session.camera})",
-            file=sys.stderr,
-            flush=True,
+            f"ε {config.epsilon:g} per feature per chunk, {config.unit} unit, scene camera {session.camera})",
         )
-        shell.run()
+        try:
+            shell.run()
+        except Exception as exc:
+            if args.neon is None or not _is_device_error(exc):
+                raise
+            raise InputError(f"{source}: the device stopped answering: {error_text(exc)}") from None
         subscribers = publisher.poll_subscriptions()
     finally:
         publisher.close()
-    print(f"streamdp relay stopped: {format_status(session.status(StatusEvent.STOPPED, subscribers))}", file=sys.stderr)
+    say(f"streamdp relay stopped: {format_status(session.status(StatusEvent.STOPPED, subscribers))}")
     return 0

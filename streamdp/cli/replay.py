@@ -1,12 +1,20 @@
 """``streamdp replay``: recorded sessions through the same private session as the relay,
-sanitized features to files."""
+sanitized features to files.
+
+SIGINT and SIGTERM stop the worker processes and remove the staging folder: nothing partial is
+left, and the exit status is 130 or 143.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 
-from .options import add_config_options, config_from
+from ..errors import StreamdpError
+from .format import counted, json_line
+from .options import add_config_file_option, add_config_options, checked, config_from
+from .parsing import COUNT
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -16,15 +24,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", help="recordings (any format streamdp reads)")
     p.add_argument("--out", required=True, help="output folder (refused if it exists, unless --overwrite)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
-    p.add_argument("--jobs", type=int, help="local worker processes (default: all cores)")
+    p.add_argument("--jobs", type=COUNT, help="local worker processes, ≥ 1 (default: all cores)")
     p.add_argument(
         "--executor",
         choices=("processes", "dask"),
         default="processes",
-        help="local processes, or a dask.distributed cluster (default: %(default)s)",
+        help="local processes, or a dask.distributed cluster",
     )
-    p.add_argument("--scheduler", help="dask.distributed scheduler address, with --executor dask")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (shown when tqdm is installed)")
+    p.add_argument(
+        "--scheduler", help="dask.distributed scheduler address, with --executor dask (default: a local cluster)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object per recording on stdout")
+    add_config_file_option(p)
     add_config_options(p, ["privacy", "features"])
     p.set_defaults(handler=run)
 
@@ -32,7 +43,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..offline.replay import replay
 
-    config = config_from(args).check()  # bad options fail here, before any work starts
+    if args.scheduler and args.executor != "dask":
+        raise StreamdpError("--scheduler applies to --executor dask only")
+    config = checked(config_from(args))  # bad options fail here, before any work starts
     results = replay(
         args.paths,
         args.out,
@@ -43,11 +56,22 @@ def run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         progress=not args.quiet,
     )
-    failed = 0
+    unreadable = 0
     for r in results:
+        if args.json:
+            print(json_line(asdict(r)), flush=True)
         if r.skipped:
-            failed += r.skipped.startswith("cannot read")
+            unreadable += r.skipped.startswith("cannot read")
             print(f"skipped {r.path}: {r.skipped}", file=sys.stderr)
-        else:
-            print(f"{r.path}: {r.chunks} sanitized chunks (seed {r.seed}) → {args.out}/{r.name}.*", file=sys.stderr)
-    return 1 if failed else 0
+        elif not args.json:
+            seed = f"seed {r.seed}" if r.seed is not None else "noise from OS entropy"
+            print(f"{r.path}: {counted(r.chunks, 'sanitized chunk')} ({seed}) → {args.out}/{r.name}.*")
+    written = sum(1 for r in results if r.chunks)
+    if not written:
+        print(
+            f"streamdp replay: error: every recording was skipped ({counted(len(results), 'recording')}); "
+            f"nothing written to {args.out}",
+            file=sys.stderr,
+        )
+        return 1
+    return 1 if unreadable else 0

@@ -1,4 +1,8 @@
-"""``streamdp subscribe``: print the sanitized chunks and status a relay publishes."""
+"""``streamdp subscribe``: print the sanitized chunks and status a relay publishes.
+
+Chunks and status go to stdout as sentences, or with ``--json`` as one JSON object per line,
+each the message as published (a chunk has ``topic`` and ``ledger``; a status has ``event``).
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,32 @@ import argparse
 import sys
 from pathlib import Path
 
-from .format import format_chunk, format_status
+from .format import format_chunk, format_status, json_line
+from .parsing import POSITIVE, number
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("subscribe", help="print the sanitized chunks a relay publishes")
     p.add_argument("endpoint", help="the relay's address, e.g. tcp://127.0.0.1:5570")
-    p.add_argument("--topic", default="streamdp.features.", help="topic prefix (default: %(default)s)")
-    p.add_argument("--count", type=int, default=0, help="stop after this many chunks (0: never)")
+    p.add_argument("--topic", default="streamdp.features.", help="topic prefix")
     p.add_argument(
-        "--timeout", type=float, default=3600.0, help="stop after this many seconds without a message (default 3600)"
+        "--count", type=number(int, low=0), default=0, help="stop after this many chunks (default: 0, never)"
     )
-    p.add_argument("--curve-server-key", help="the relay's public certificate")
-    p.add_argument("--curve-client-cert", help="this client's secret certificate")
+    p.add_argument("--timeout", type=POSITIVE, default=3600.0, help="stop after this many seconds without a message")
+    p.add_argument("--curve-server-key", help="the relay's public certificate (default: none, no CURVE)")
+    p.add_argument("--curve-client-cert", help="this client's secret certificate (default: none, no CURVE)")
+    p.add_argument("--json", action="store_true", help="one JSON object per message, as published")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
+    from ..errors import InputError, StreamdpError
     from ..network.sink import STATUS_TOPIC
     from ..network.subscriber import connect_subscriber, messages
     from ..status import SessionStatus
 
+    if bool(args.curve_server_key) != bool(args.curve_client_cert):
+        raise StreamdpError("CURVE needs both --curve-server-key and --curve-client-cert")
     sock = connect_subscriber(
         args.endpoint,
         (args.topic, STATUS_TOPIC),
@@ -39,15 +47,20 @@ def run(args: argparse.Namespace) -> int:
         for topic, msg in messages(sock, timeout=args.timeout):
             if topic == STATUS_TOPIC:
                 try:
-                    print(format_status(SessionStatus.from_message(msg)), flush=True)
+                    status = SessionStatus.from_message(msg)
                 except InputError as exc:
                     print(f"skipped an unreadable status message: {exc}", file=sys.stderr)
+                    continue
+                print(json_line(msg) if args.json else format_status(status), flush=True)
                 continue
             try:
-                print(format_chunk(msg), flush=True)
+                line = format_chunk(msg)  # also checks that it is a chunk message
+                if args.json:
+                    line = json_line(msg)
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 print(f"skipped an unreadable message on {topic}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
+            print(line, flush=True)
             count += 1
             if args.count and count >= args.count:
                 break

@@ -32,6 +32,7 @@ import zmq
 
 from ..gaze import Recording
 from ..pupil_wire import encode, recording_datums
+from .sink import bind, bind_error
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,13 @@ def _shifted(datum: dict[str, Any], shift: float) -> dict[str, Any]:
 
 def _bind_retrying(sock: zmq.Socket, address: str, patience: float = 3.0) -> None:
     """Bind, waiting out a previous owner of the port: ZeroMQ releases a closed socket's port
-    asynchronously, so a Capture restarted on 50020 may find it still taken for a moment."""
+    asynchronously, so a Capture restarted on 50020 may find it still taken for a moment.
+
+    Raises
+    ------
+    InputError
+        The port is still taken after ``patience`` seconds, or the address cannot be bound.
+    """
     deadline = time.monotonic() + patience
     while True:
         try:
@@ -65,13 +72,18 @@ def _bind_retrying(sock: zmq.Socket, address: str, patience: float = 3.0) -> Non
             return
         except zmq.ZMQError as exc:
             if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
-                raise
+                raise bind_error(address, exc) from None
             time.sleep(0.05)
 
 
 class CaptureSimulator:
     """Pupil Capture's Network API on loopback, fed by ``recording``. Use as a context manager or
     call :meth:`start` and :meth:`stop`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``remote_port`` is not a port number 0–65535 (0: any free port), ``speed`` is negative.
 
     Examples
     --------
@@ -99,6 +111,10 @@ class CaptureSimulator:
     ) -> None:
         if speed < 0:
             raise ValueError(f"speed must be ≥ 0 (0: as fast as possible), got {speed!r}")
+        if isinstance(remote_port, bool) or not isinstance(remote_port, int):
+            raise TypeError(f"remote_port must be an int, got {remote_port!r}")
+        if not 0 <= remote_port <= 65535:
+            raise ValueError(f"remote_port must be a port number 0–65535 (0: any free port), got {remote_port!r}")
         self.recording = recording
         self.host = host
         self.speed = float(speed)
@@ -132,6 +148,14 @@ class CaptureSimulator:
         return f"tcp://{self.host}:{self.ports.remote}"
 
     def start(self) -> None:
+        """Bind Pupil Remote and the backbone and start serving.
+
+        Raises
+        ------
+        InputError
+            Pupil Remote's port is taken (after waiting briefly for a previous owner to let go)
+            or the host cannot be bound, named with the address; nothing is left open.
+        """
         rep = self._ctx.socket(zmq.REP)
         xsub = self._ctx.socket(zmq.XSUB)
         xpub = self._ctx.socket(zmq.XPUB)
@@ -140,14 +164,19 @@ class CaptureSimulator:
             s.linger = 0
         xpub.sndhwm = 0  # a test tool: never drop what a slow subscriber has not read yet
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
-        if self._remote_port:
-            _bind_retrying(rep, f"tcp://{self.host}:{self._remote_port}")
-            remote = self._remote_port
-        else:
-            remote = rep.bind_to_random_port(f"tcp://{self.host}")
-        pub_port = xsub.bind_to_random_port(f"tcp://{self.host}")
-        sub_port = xpub.bind_to_random_port(f"tcp://{self.host}")
-        pull.bind(self._feed_address)
+        try:
+            if self._remote_port:
+                _bind_retrying(rep, f"tcp://{self.host}:{self._remote_port}")
+                remote = self._remote_port
+            else:
+                remote = int(bind(rep, f"tcp://{self.host}:0").rsplit(":", 1)[1])
+            pub_port = int(bind(xsub, f"tcp://{self.host}:0").rsplit(":", 1)[1])
+            sub_port = int(bind(xpub, f"tcp://{self.host}:0").rsplit(":", 1)[1])
+            pull.bind(self._feed_address)
+        except BaseException:
+            for s in (rep, xsub, xpub, pull):
+                s.close(linger=0)
+            raise
         self.ports = SimulatorPorts(remote, sub_port, pub_port)
         broker = threading.Thread(target=self._broker, args=(rep, xsub, xpub, pull), name="capture-broker", daemon=True)
         feeder = threading.Thread(target=self._feeder, name="capture-feeder", daemon=True)

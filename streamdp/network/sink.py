@@ -12,6 +12,7 @@ The socket binds to 127.0.0.1 by default. Binding any other interface requires Z
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import time
@@ -26,6 +27,7 @@ from zmq.auth.thread import ThreadAuthenticator
 
 from ..errors import InputError
 from ..privacy.release import PrivateRelease, check_sealed
+from ..stages.privatizer import CRYPTOGRAPHIC, GENERATOR_KEY
 from ..status import SessionStatus, check_status
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,74 @@ def _is_loopback(endpoint: str) -> bool:
         return False  # '*', an interface name or a host name: not provably loopback
 
 
+def bind_error(endpoint: str, exc: zmq.ZMQError) -> InputError:
+    """The sentence for a failed bind, naming ``endpoint``.
+
+    Examples
+    --------
+    >>> print(bind_error("tcp://127.0.0.1:5570", zmq.ZMQError(zmq.EADDRNOTAVAIL)))
+    tcp://127.0.0.1:5570: cannot listen there: no interface of this machine has that address
+    """
+    reasons = {
+        errno.EADDRINUSE: "the address is already in use (another program, or another relay, holds the port)",
+        errno.EADDRNOTAVAIL: "no interface of this machine has that address",
+        errno.EINVAL: "not a ZeroMQ address (e.g. tcp://127.0.0.1:5570)",
+        errno.ENODEV: "no interface of this machine has that name",
+        errno.EACCES: "permission denied (ports below 1024 need privileges)",
+    }
+    return InputError(f"{endpoint}: cannot listen there: {reasons.get(exc.errno or 0, exc.strerror)}")
+
+
+def bind(sock: zmq.Socket, endpoint: str) -> str:
+    """Bind ``sock`` to ``endpoint`` (port 0: a free port); returns the bound address.
+
+    Raises
+    ------
+    InputError
+        The bind failed (:func:`bind_error`).
+    """
+    try:
+        if endpoint.endswith(":0"):
+            host = endpoint.rsplit(":", 1)[0]
+            return f"{host}:{sock.bind_to_random_port(host)}"
+        sock.bind(endpoint)
+    except zmq.ZMQError as exc:
+        raise bind_error(endpoint, exc) from None
+    return endpoint
+
+
+def read_certificate(path: str | Path, *, secret: bool) -> tuple[bytes, bytes]:
+    """The (public, secret) keys of a ZeroMQ certificate file (``zmq.auth`` format); the secret
+    is ``b""`` when ``secret`` is false.
+
+    Raises
+    ------
+    InputError
+        The file is missing or unreadable, not a certificate, or holds no secret key where one
+        is needed.
+
+    Examples
+    --------
+    >>> read_certificate("/no/such.key", secret=True)
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.InputError: /no/such.key: no such certificate file (make one with zmq.auth.create_certificates)
+    """
+    p = Path(path)
+    if not p.is_file():
+        what = "is a folder, not a certificate file" if p.is_dir() else "no such certificate file"
+        raise InputError(f"{p}: {what} (make one with zmq.auth.create_certificates)")
+    try:
+        public, secret_key = zmq.auth.load_certificate(str(p))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: not a ZeroMQ certificate ({exc})") from None
+    if not public:
+        raise InputError(f"{p}: not a ZeroMQ certificate (no public key)")
+    if secret and not secret_key:
+        raise InputError(f"{p}: holds no secret key (give the .key_secret file)")
+    return public, secret_key or b""
+
+
 class ReleasePublisher:
     """A PUB socket that publishes sanitized chunks on ``streamdp.features.<mechanism>`` and
     status on ``streamdp.status`` (a :class:`~streamdp.sinks.ReleaseSink`).
@@ -64,7 +134,9 @@ class ReleasePublisher:
     Raises
     ------
     InputError
-        ``endpoint`` is not loopback and neither CURVE nor ``insecure`` was given.
+        ``endpoint`` is not loopback and neither CURVE nor ``insecure`` was given; it cannot be
+        bound (in use, not an address of this machine, not a ZeroMQ address); a CURVE
+        certificate or the clients folder cannot be read.
 
     Examples
     --------
@@ -92,27 +164,27 @@ class ReleasePublisher:
                 f"{endpoint}: refusing to publish sanitized features beyond this machine without "
                 "CURVE authentication (give a server certificate and a clients folder, or --insecure)"
             )
+        keys = None
+        if curve is not None:  # read before anything is started: a bad certificate leaves nothing running
+            if not Path(curve.clients_dir).is_dir():
+                raise InputError(f"{curve.clients_dir}: no such folder of allowed clients' public certificates")
+            keys = read_certificate(curve.secret_file, secret=True)
         ctx = context or zmq.Context.instance()
         self._auth: ThreadAuthenticator | None = None
         self._socket = ctx.socket(zmq.XPUB)
         self._socket.linger = 0
         self._socket.sndhwm = sndhwm
-        if curve is not None:
-            self._auth = ThreadAuthenticator(ctx)
-            self._auth.start()
-            self._auth.configure_curve(domain="*", location=str(curve.clients_dir))
-            public, secret = zmq.auth.load_certificate(str(curve.secret_file))
-            if secret is None:
-                raise InputError(f"{curve.secret_file}: holds no secret key")
-            self._socket.curve_secretkey = secret
-            self._socket.curve_publickey = public
-            self._socket.curve_server = True
-        if endpoint.endswith(":0"):
-            port = self._socket.bind_to_random_port(endpoint.rsplit(":", 1)[0])
-            self.endpoint = f"{endpoint.rsplit(':', 1)[0]}:{port}"
-        else:
-            self._socket.bind(endpoint)
-            self.endpoint = endpoint
+        try:
+            if curve is not None and keys is not None:
+                self._auth = ThreadAuthenticator(ctx)
+                self._auth.start()
+                self._auth.configure_curve(domain="*", location=str(curve.clients_dir))
+                self._socket.curve_publickey, self._socket.curve_secretkey = keys
+                self._socket.curve_server = True
+            self.endpoint = bind(self._socket, endpoint)
+        except BaseException:
+            self.close()
+            raise
         self.subscriptions = 0
         self._pack = msgpack.Packer(use_bin_type=True).pack
 
@@ -160,8 +232,16 @@ class ReleasePublisher:
         ------
         TypeError
             ``release`` is not a genuine, unmodified :class:`~streamdp.privacy.release.PrivateRelease`.
+        ValueError
+            Its noise came from a generator that is not cryptographic (a plain NumPy generator):
+            fine for local simulations, never for a network.
         """
         check_sealed(release)
+        if release.ledger.get(GENERATOR_KEY) != CRYPTOGRAPHIC:
+            raise ValueError(
+                f"chunk {release.ledger.get('chunk_index')}: its noise came from a generator that is not "
+                "cryptographic; a network sink publishes only noise from streamdp.privacy.secure_generator"
+            )
         self._socket.send_multipart([release.topic.encode(), self._pack(release.to_message())])
 
     def publish_status(self, status: SessionStatus) -> None:
@@ -180,3 +260,4 @@ class ReleasePublisher:
         self._socket.close(linger=0)
         if self._auth is not None:
             self._auth.stop()
+            self._auth = None

@@ -163,8 +163,8 @@ def grid_config(base: SessionConfig, mechanism: str, epsilon: float, chunk_lengt
         return replace(base, mechanism=mechanism, epsilon=epsilon, chunk_length=chunk_length).check()
     if mechanism in OFFLINE_MECHANISMS:
         offline_mechanism(base, mechanism, epsilon)
-    cut = {"transform": None, "k": None, "sensitivity": None, "unit": "chunk", "budget": None, "w": None}
-    return replace(base, mechanism="lpa", epsilon=1.0, chunk_length=chunk_length, **cut).check()
+    cut = replace(base, mechanism="lpa", epsilon=1.0, chunk_length=chunk_length, unit="chunk", budget=None, w=None)
+    return replace(cut, transform=None, k=None, sensitivity=None).check()
 
 
 def offline_mechanism(config: SessionConfig, mechanism: str, epsilon: float) -> FPA:

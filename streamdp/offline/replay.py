@@ -15,18 +15,21 @@ Seeds: with ``--seed S`` the i-th recording (in the order given) uses seed ``S +
 ``streamdp relay --seed S+i`` on the same gaze publishes the same bytes. Recordings never share a
 noise stream: the same noise on two people's data would reveal their difference exactly.
 
-The folder appears whole or not at all: everything is written to a hidden sibling folder that is
-renamed into place at the end, and removed if the run is interrupted. An existing folder is
-refused unless ``overwrite`` is set.
+The folder appears whole or not at all (:func:`~streamdp.offline.results.staged_folder`):
+everything is written to a hidden sibling folder that is renamed into place at the end, and
+removed if the run fails or is interrupted (Ctrl-C, or SIGTERM raised as an exception: the pool's
+workers are stopped first). An existing folder is refused unless ``overwrite`` is set; when every
+recording is skipped nothing is written. ``replay.json`` in the folder holds the configuration
+under ``"config"``: ``streamdp replay --config out/replay.json`` runs it again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import os
-import shutil
-import tempfile
+import signal
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -42,6 +45,7 @@ from ..privacy.release import PrivateRelease
 from ..schema import FEATURE_NAMES
 from ..session import Session
 from ..sinks import CollectingSink
+from .results import staged_folder
 
 log = logging.getLogger(__name__)
 
@@ -180,36 +184,37 @@ def replay(
         Local processes, or an existing dask.distributed cluster at ``scheduler`` (an address, or
         a ``distributed.Client``/``LocalCluster`` object).
 
+    Returns
+    -------
+    list of ReplayResult
+        One per path, in order. When every recording was skipped nothing is written: ``out_dir``
+        is not created (nor replaced).
+
     Raises
     ------
     StreamdpError
-        ``out_dir`` exists and ``overwrite`` is false, or no recording was given.
+        ``out_dir`` exists and ``overwrite`` is false, cannot be created, or no recording was
+        given.
+    TypeError, ValueError
+        ``jobs`` is not an int ≥ 1 (or None), ``executor`` is not one of the two.
     """
     if not paths:
         raise StreamdpError("no recording given")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)):
+        raise TypeError(f"jobs must be an int or None, got {jobs!r}")
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be ≥ 1 worker process, got {jobs}")
+    if executor not in ("processes", "dask"):
+        raise ValueError(f"executor must be 'processes' or 'dask', got {executor!r}")
     config.check()  # bad options fail here, before any file or worker exists
-    out = Path(out_dir)
-    if out.exists() and not overwrite:
-        raise StreamdpError(f"{out}: exists; pass --overwrite to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
     taken: set[str] = set()
-    tasks = [
-        (p, _unique_name(p, taken), config, recording_seed(config.seed, i), str(staging)) for i, p in enumerate(paths)
-    ]
-    try:
+    names = [_unique_name(p, taken) for p in paths]
+    with staged_folder(Path(out_dir), overwrite=overwrite) as stage:
+        tasks = [(p, names[i], config, recording_seed(config.seed, i), str(stage.path)) for i, p in enumerate(paths)]
         results = _run(tasks, jobs, executor, scheduler, progress)
         summary = {"config": config.describe(), "recordings": [asdict(r) for r in results]}
-        (staging / "replay.json").write_text(json.dumps(summary, indent=1))
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        (stage.path / "replay.json").write_text(json.dumps(summary, indent=1))
+        stage.publish = any(r.chunks for r in results)
     return results
 
 
@@ -226,14 +231,39 @@ def _run(
                 results[i] = replay_one(*task)
                 bar.update()
         else:
-            with ProcessPoolExecutor(max_workers=jobs or os.cpu_count()) as pool:
-                futures = {pool.submit(replay_one, *task): i for i, task in enumerate(tasks)}
-                for fut in as_completed(futures):
-                    results[futures[fut]] = fut.result()
-                    bar.update()
+            _run_pool(tasks, jobs or os.cpu_count() or 1, results, bar)
     finally:
         bar.close()
     return [r for r in results if r is not None]
+
+
+def _worker_signals() -> None:
+    """In a pool worker: Ctrl-C (sent to the whole process group) is the parent's to handle, and
+    SIGTERM ends the worker at once rather than running the parent's handler, inherited by fork."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _run_pool(tasks: list[tuple[Any, ...]], jobs: int, results: list[ReplayResult | None], bar: Any) -> None:
+    """Run ``tasks`` on a pool of ``jobs`` processes. Interrupted (KeyboardInterrupt, or SIGTERM
+    raised as an exception by the caller's handler), it cancels what has not started, stops the
+    workers and waits for them: no worker outlives the call, none is left writing."""
+    before = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_signals)
+    try:
+        futures = {pool.submit(replay_one, *task): i for i, task in enumerate(tasks)}
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            bar.update()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        workers = [p for p in multiprocessing.active_children() if p not in before]
+        for proc in workers:
+            proc.terminate()
+        for proc in workers:
+            proc.join(5)
+        raise
+    pool.shutdown()
 
 
 class _NoProgress:

@@ -1,15 +1,113 @@
-"""The files of ``streamdp evaluate``: the rows of :func:`streamdp.offline.evaluate.evaluate` as
-CSV, JSON, a Markdown table and plots (matplotlib, from the ``evaluate`` extra, imported only
-when plotting)."""
+"""The output folders of the offline commands, and the files of ``streamdp evaluate``.
+
+An output folder appears whole or not at all (:func:`staged_folder`): it is written as a hidden
+sibling and renamed into place at the end, and an existing one is refused unless overwriting was
+asked for. The rows of :func:`streamdp.offline.evaluate.evaluate` are written as CSV, JSON, a
+Markdown table and plots (matplotlib, from the ``evaluate`` extra, imported only when plotting).
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..errors import InputError
+
+
+def check_writable_place(path: Path, what: str) -> None:
+    """That ``path`` can be created: its nearest existing ancestor is a folder in which files can
+    be made (tried with a temporary file, removed at once). Nothing is created.
+
+    Raises
+    ------
+    InputError
+        ``path`` would lie under a file, or the folder refuses new files (read-only, ``/proc``,
+        no permission), named with ``what`` (e.g. ``"--out out.csv"``).
+
+    Examples
+    --------
+    >>> check_writable_place(Path("/proc/streamdp/out.csv"), "--out /proc/streamdp/out.csv")
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.InputError: --out /proc/streamdp/out.csv: cannot create files in /proc
+    """
+    folder = Path(os.path.abspath(path)).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError(f"{what}: lies under {folder}, which is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".streamdp-probe-"):
+            pass
+    except OSError:
+        raise InputError(f"{what}: cannot create files in {folder}") from None
+
+
+def check_output_folder(out: Path, *, overwrite: bool, option: str = "--out") -> None:
+    """That ``out`` may become an output folder: not a file, absent unless ``overwrite``, and its
+    place writable.
+
+    Raises
+    ------
+    InputError
+        ``out`` is a file, exists without ``overwrite``, or cannot be created (named).
+    """
+    what = f"{option} {out}"
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{what}: is a file, not a folder")
+    if out.exists() and not overwrite:
+        raise InputError(f"{out}: exists; pass --overwrite to replace it")
+    check_writable_place(out, what)
+
+
+@dataclass
+class Staging:
+    """The hidden folder an output is written into; ``publish = False`` discards it at the end."""
+
+    path: Path
+    publish: bool = True
+
+
+@contextmanager
+def staged_folder(out: Path, *, overwrite: bool = False, option: str = "--out") -> Iterator[Staging]:
+    """A hidden sibling of ``out`` to write into, renamed to ``out`` (replacing it) when the block
+    ends normally and ``publish`` is still set; removed in every other case (an error,
+    KeyboardInterrupt, SIGTERM turned into an exception).
+
+    Raises
+    ------
+    InputError
+        From :func:`check_output_folder`, before anything is created.
+    """
+    check_output_folder(out, overwrite=overwrite, option=option)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    except OSError as exc:
+        raise InputError(f"{option} {out}: cannot be created ({exc.strerror})") from None
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
+    stage = Staging(staging)
+    try:
+        yield stage
+        if stage.publish:
+            if out.exists():
+                shutil.rmtree(out)
+            staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:

@@ -37,7 +37,8 @@ class PrivacyUnit:
     ------
     TypeError, ValueError
         An unknown kind, a missing or non-positive ``w`` (w-event) or ``budget`` (w-event,
-        session), named with the value.
+        session), named with the value; a ``budget`` or ``w`` the unit does not use (it would be
+        ignored, and a user would believe a cap holds).
     """
 
     kind: str = "chunk"
@@ -52,6 +53,10 @@ class PrivacyUnit:
                 raise TypeError(f"w must be an int for the w-event unit, got {self.w!r}")
             if self.w < 1:
                 raise ValueError(f"w must be ≥ 1, got {self.w}")
+        if self.kind == "chunk" and self.budget is not None:
+            raise ValueError("budget applies to the w-event and session units, not to the chunk unit")
+        if self.kind != "w-event" and self.w is not None:
+            raise ValueError(f"w applies to the w-event unit, not to the {self.kind} unit")
         if self.kind in ("w-event", "session"):
             b = self.budget
             if isinstance(b, bool) or not isinstance(b, (int, float)):

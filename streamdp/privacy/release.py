@@ -38,13 +38,16 @@ import secrets
 import sys
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
 from ..schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: made once per process, never stored or sent anywhere: a release sealed elsewhere does not verify
 _KEY = secrets.token_bytes(32)
@@ -142,6 +145,13 @@ class PrivateRelease:
             "clipped_fraction": float(self._clipped_fraction),
             "ledger": _plain(self._ledger),
         }
+
+    def to_pandas(self) -> pd.DataFrame:
+        """This release as a pandas DataFrame: ``chunk_index``, ``t`` and the features, a row per
+        step (needs the ``pandas`` extra; :func:`streamdp.frames.releases_to_pandas` joins many)."""
+        from ..frames import releases_to_pandas
+
+        return releases_to_pandas([self])
 
     def __repr__(self) -> str:
         led = self._ledger

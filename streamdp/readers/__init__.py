@@ -1,4 +1,13 @@
-"""Readers: every real format to :class:`~streamdp.gaze.Recording` (I/O only, no processing)."""
+"""Readers: every real format to :class:`~streamdp.gaze.Recording` (I/O only, no processing).
+
+Every reader applies the same checks (:mod:`streamdp.readers._checks`): timestamps at an eye
+tracker's sampling rate (ms or ns where s are expected are refused with the factor to apply), never
+going backwards (refused naming the row; only Capture's ``.pldata`` gaze, interleaved by design, is
+sorted within a tolerance), at least one valid gaze sample, and side streams (pupil, blinks) that
+overlap the gaze. A damaged stream is refused naming its file; an optional stream that is absent is
+skipped with a logged warning and shows in the :class:`~streamdp.gaze.Recording` (diameters NaN in
+unit ``"none"``, ``blinks`` None).
+"""
 
 from __future__ import annotations
 
@@ -8,21 +17,21 @@ from ..errors import InputError
 from ..gaze import Recording
 from .angles import read_angles_csv
 from .neon import read_neon_cloud_export, read_neon_native
-from .pupil import (
-    iter_pldata,
+from .player import (
     read_blinks_csv,
     read_fixations_csv,
+    read_gaze_positions_csv,
     read_player_export,
-    read_pldata_gaze,
     read_pupil_positions_csv,
-    read_pupil_recording,
 )
+from .pupil import iter_pldata, read_pldata_gaze, read_pupil_recording
 
 __all__ = [
     "iter_pldata",
     "read_angles_csv",
     "read_blinks_csv",
     "read_fixations_csv",
+    "read_gaze_positions_csv",
     "read_neon_cloud_export",
     "read_neon_native",
     "read_player_export",
@@ -44,7 +53,8 @@ def read_recording(path: str | Path) -> Recording:
     Raises
     ------
     InputError
-        The path does not exist or holds no format streamdp reads (the message lists them).
+        The path does not exist or holds no format streamdp reads (the message lists them), or
+        what it holds is damaged or implausible (see each reader).
     """
     p = Path(path)
     if not p.exists():

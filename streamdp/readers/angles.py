@@ -11,18 +11,29 @@ import numpy as np
 from ..errors import InputError
 from ..gaze import GazeBatch, Recording
 from ..kernels.geometry import CAMERA_FOV_DEG, degrees_to_norm
-from .pupil import _check_numbers, _column, _read_csv
+from ._checks import check_sampling_rate, check_time_order, require_valid_gaze
+from ._csv import check_numbers, column, read_csv
 
 
 def read_angles_csv(path: Path, fov_deg: tuple[float, float] = CAMERA_FOV_DEG["pupil_core_720p"]) -> Recording:
+    """An angle CSV as a recording (empty angle cells: samples without gaze).
+
+    Raises
+    ------
+    InputError
+        A missing column or bad cell, an angle beyond ±89°, a row going back in time, an
+        implausible sampling rate (timestamps in ms, say), or no row with both angles.
+    """
     path = Path(path)
-    header, rows = _read_csv(path, ("Timestamp", "Theta", "Phi"))
+    header, rows = read_csv(path, ("Timestamp", "Theta", "Phi"))
     if not rows:
         raise InputError(f"{path}: no rows")
-    t = _column(path, header, rows, "Timestamp")
-    _check_numbers(path, "Timestamp", t)
-    th = np.degrees(_column(path, header, rows, "Theta"))
-    ph = np.degrees(_column(path, header, rows, "Phi"))
+    t = column(path, header, rows, "Timestamp")
+    check_numbers(path, "Timestamp", t)
+    check_sampling_rate(f"{path}, column Timestamp", t)
+    check_time_order(f"{path}, column Timestamp", t)
+    th = np.degrees(column(path, header, rows, "Theta"))
+    ph = np.degrees(column(path, header, rows, "Phi"))
     valid = np.isfinite(th) & np.isfinite(ph)
     out = valid & ((np.abs(th) >= 89.0) | (np.abs(ph) >= 89.0))
     if np.any(out):
@@ -30,4 +41,5 @@ def read_angles_csv(path: Path, fov_deg: tuple[float, float] = CAMERA_FOV_DEG["p
         raise InputError(f"{path}: row {row}: angle ({th[row - 2]:.1f}°, {ph[row - 2]:.1f}°) beyond ±89°")
     x, y = degrees_to_norm(th, ph, fov_deg)
     gaze = GazeBatch.from_arrays(t=t, x=x, y=y, valid=valid, source=str(path))
+    require_valid_gaze(gaze, str(path))
     return Recording(gaze=gaze, blinks=None, name=path.stem)

@@ -1,4 +1,5 @@
-"""Pupil Core: recording folders (``.pldata`` + ``_timestamps.npy``) and Pupil Player CSV exports.
+"""Pupil Core recording folders: ``.pldata`` + ``_timestamps.npy`` as Capture writes them, and gaze
+mapped offline by Player. (Player's CSV exports: :mod:`streamdp.readers.player`.)
 
 Pupil time is kept as is. ``Recording.wall_clock_offset`` converts it to Unix time
 (``start_time_system_s - start_time_synced_s`` from ``info.player.json``) where the folder has it.
@@ -6,7 +7,6 @@ Pupil time is kept as is. ``Recording.wall_clock_offset`` converts it to Unix ti
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +14,17 @@ from typing import Any
 
 import msgpack
 import numpy as np
-from numpy.typing import NDArray
 
 from ..errors import InputError
-from ..gaze import BINOCULAR, BlinkEvents, GazeBatch, Recording
+from ..gaze import BlinkEvents, GazeBatch, Recording
 from ..pupil_wire import BlinkPairing, gaze_from_datums
+from ._checks import (
+    PLDATA_REORDER_TOLERANCE,
+    check_overlap,
+    check_sampling_rate,
+    check_time_order,
+    require_valid_gaze,
+)
 
 #: msgpack ExtType code Pupil uses for nested serialized dicts
 _SERIALIZED_DICT = 13
@@ -71,7 +77,17 @@ def iter_pldata(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def read_pldata_gaze(path: Path) -> GazeBatch:
-    """Gaze from a ``.pldata`` file, checked against its ``_timestamps.npy`` when present."""
+    """Gaze from a ``.pldata`` file in time order, checked against its ``_timestamps.npy`` when
+    present. Datums up to :data:`~streamdp.readers._checks.PLDATA_REORDER_TOLERANCE` behind an
+    earlier one are Capture's interleaving of monocular and binocular gaze, and are sorted.
+
+    Raises
+    ------
+    InputError
+        The file is damaged or holds a bad datum; the timestamps file holds another count; the
+        sampling rate is implausible (timestamps in ms, say); a datum lies farther back in time;
+        or no datum has a confidence above 0. A file without gaze gives an empty batch.
+    """
     path = Path(path)
     datums = [
         d for topic, d in iter_pldata(path) if topic.startswith("gaze") or str(d.get("topic", "")).startswith("gaze")
@@ -84,6 +100,12 @@ def read_pldata_gaze(path: Path) -> GazeBatch:
             raise InputError(
                 f"{ts_path}: holds {ts.shape[0]} timestamps but {path.name} holds {len(datums)} gaze datums"
             )
+    if len(batch) == 0:
+        return batch
+    in_file_order = np.fromiter((float(d["timestamp"]) for d in datums), dtype=np.float64, count=len(datums))
+    check_sampling_rate(f"{path}, field timestamp", in_file_order)
+    check_time_order(str(path), in_file_order, first_row=0, noun="datum", tolerance=PLDATA_REORDER_TOLERANCE)
+    require_valid_gaze(batch, str(path))
     return batch
 
 
@@ -98,7 +120,16 @@ def _pldata_blinks(path: Path) -> BlinkEvents:
 def read_pupil_recording(folder: Path) -> Recording:
     """A Pupil Capture recording folder: ``info.player.json``, ``gaze.pldata`` (or gaze mapped
     offline by Player under ``offline_data/gaze-mappings/`` when the recording has none), and
-    ``blinks.pldata`` when the blink detector ran."""
+    ``blinks.pldata`` when the blink detector ran.
+
+    Gaze of several offline mappings (one file per mapper) is joined and put in time order.
+
+    Raises
+    ------
+    InputError
+        No gaze, damaged or implausible gaze (see :func:`read_pldata_gaze`), an unreadable
+        ``info.player.json``, or blinks none of which falls within the gaze.
+    """
     folder = Path(folder)
     info_path = folder / "info.player.json"
     offset = None
@@ -113,7 +144,7 @@ def read_pupil_recording(folder: Path) -> Recording:
     if gaze is None or len(gaze) == 0:
         mapped = sorted((folder / "offline_data" / "gaze-mappings").glob("*.pldata"))
         if mapped:
-            gaze = GazeBatch.concat([read_pldata_gaze(p) for p in mapped])
+            gaze = GazeBatch.concat([b for b in (read_pldata_gaze(p) for p in mapped) if len(b)])
             order = np.argsort(gaze.t, kind="stable")
             gaze = GazeBatch.from_arrays(
                 t=gaze.t[order],
@@ -122,6 +153,7 @@ def read_pupil_recording(folder: Path) -> Recording:
                 confidence=gaze.confidence[order],
                 diameter=gaze.diameter[order],
                 eye_id=gaze.eye_id[order],
+                valid=gaze.valid[order],
                 diameter_unit=gaze.diameter_unit,
                 source=str(folder / "offline_data" / "gaze-mappings"),
             )
@@ -129,198 +161,9 @@ def read_pupil_recording(folder: Path) -> Recording:
         raise InputError(f"{folder}: no gaze.pldata and no offline gaze mapping in offline_data/gaze-mappings/")
     if len(gaze) == 0:
         raise InputError(f"{folder}: the recording holds no gaze")
+    require_valid_gaze(gaze, str(folder))
     blinks_path = folder / "blinks.pldata"
     blinks = _pldata_blinks(blinks_path) if blinks_path.exists() else None
+    if blinks is not None:
+        check_overlap(str(blinks_path), "blinks", blinks.start, blinks.end, gaze.t)
     return Recording(gaze=gaze, blinks=blinks, name=folder.name, wall_clock_offset=offset)
-
-
-# ---------------------------------------------------------------- Pupil Player CSV exports
-
-
-def _read_csv(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
-    with open(path, newline="") as fh:
-        reader = csv.reader(fh)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise InputError(f"{path}: empty file, expected a header with {', '.join(required)}") from None
-        missing = [c for c in required if c not in header]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-        rows = [r for r in reader if r]
-    return header, rows
-
-
-def _column(
-    path: Path, header: list[str], rows: list[list[str]], name: str, optional: bool = False
-) -> NDArray[np.float64]:
-    if name not in header:
-        if optional:
-            return np.full(len(rows), np.nan)
-        raise InputError(f"{path}: missing column {name}")
-    j = header.index(name)
-    out = np.empty(len(rows))
-    for i, r in enumerate(rows):
-        try:
-            cell = r[j]
-        except IndexError:
-            raise InputError(f"{path}: row {i + 2} has {len(r)} fields, column {name} is field {j + 1}") from None
-        if cell == "":
-            out[i] = np.nan
-            continue
-        try:
-            out[i] = float(cell)
-        except ValueError:
-            raise InputError(f"{path}: row {i + 2}, column {name}: {cell!r} is not a number") from None
-    return out
-
-
-def _check_numbers(path: Path, name: str, values: NDArray[np.float64]) -> None:
-    bad = ~np.isfinite(values)
-    if np.any(bad):
-        row = int(np.flatnonzero(bad)[0]) + 2
-        raise InputError(f"{path}: row {row}, column {name}: missing or not a finite number")
-
-
-def _pupil_diameter_at(pupil_csv: Path, t: NDArray[np.float64]) -> tuple[NDArray[np.float64], str]:
-    """Pupil diameter at gaze times from a ``pupil_positions.csv`` beside the gaze export: each eye's
-    3d-model diameter (mm; px where absent) interpolated to the gaze times, averaged over eyes."""
-    header, rows = _read_csv(pupil_csv, ("pupil_timestamp", "eye_id", "confidence", "diameter"))
-    pt = _column(pupil_csv, header, rows, "pupil_timestamp")
-    eye = _column(pupil_csv, header, rows, "eye_id")
-    conf = _column(pupil_csv, header, rows, "confidence")
-    d3 = _column(pupil_csv, header, rows, "diameter_3d", optional=True)
-    d2 = _column(pupil_csv, header, rows, "diameter")
-    use_mm = bool(np.any(np.isfinite(d3)))
-    d = d3 if use_mm else d2
-    per_eye = []
-    for e in (0, 1):
-        m = (eye == e) & np.isfinite(d) & (conf >= 0.6) & np.isfinite(pt)
-        if m.sum() < 2:
-            continue
-        order = np.argsort(pt[m], kind="stable")
-        per_eye.append(np.interp(t, pt[m][order], d[m][order], left=np.nan, right=np.nan))
-    if not per_eye:
-        return np.full(t.shape[0], np.nan), "none"
-    stack = np.vstack(per_eye)
-    with np.errstate(invalid="ignore"):
-        counts = np.isfinite(stack).sum(axis=0)
-        mean = np.where(counts > 0, np.nansum(stack, axis=0) / np.maximum(counts, 1), np.nan)
-    return mean, "mm" if use_mm else "px"
-
-
-def read_gaze_positions_csv(path: Path) -> GazeBatch:
-    """Player's ``gaze_positions.csv`` (pupil diameters from a ``pupil_positions.csv`` beside it)."""
-    path = Path(path)
-    header, rows = _read_csv(path, ("gaze_timestamp", "confidence", "norm_pos_x", "norm_pos_y"))
-    if not rows:
-        raise InputError(f"{path}: no gaze rows")
-    t = _column(path, header, rows, "gaze_timestamp")
-    _check_numbers(path, "gaze_timestamp", t)
-    conf = _column(path, header, rows, "confidence")
-    _check_numbers(path, "confidence", conf)
-    x = _column(path, header, rows, "norm_pos_x")
-    y = _column(path, header, rows, "norm_pos_y")
-    valid = np.isfinite(x) & np.isfinite(y)
-    order = np.argsort(t, kind="stable")
-    pupil_csv = path.with_name("pupil_positions.csv")
-    if pupil_csv.exists():
-        diam, unit = _pupil_diameter_at(pupil_csv, t)
-    else:
-        diam, unit = np.full(t.shape[0], np.nan), "none"
-    bad_conf = (conf < 0) | (conf > 1)
-    if np.any(bad_conf):
-        row = int(np.flatnonzero(bad_conf)[0]) + 2
-        raise InputError(f"{path}: row {row}, column confidence: {conf[row - 2]!r} is outside [0, 1]")
-    return GazeBatch.from_arrays(
-        t=t[order],
-        x=x[order],
-        y=y[order],
-        confidence=conf[order],
-        diameter=diam[order],
-        eye_id=np.full(t.shape[0], BINOCULAR),
-        valid=valid[order],
-        diameter_unit=unit,  # type: ignore[arg-type]
-        source=str(path),
-    )
-
-
-def read_pupil_positions_csv(path: Path, eye_id: int | None = None) -> GazeBatch:
-    """Player's ``pupil_positions.csv`` as the signal: eye-camera pupil position of one eye (the
-    MPIIDPEye signal). Rows of the 3d detector are used where present (Player exports each pupil
-    datum once per detector), else the 2d ones. ``eye_id`` None picks the eye with more samples."""
-    path = Path(path)
-    header, rows = _read_csv(path, ("pupil_timestamp", "eye_id", "confidence", "norm_pos_x", "norm_pos_y", "diameter"))
-    if not rows:
-        raise InputError(f"{path}: no pupil rows")
-    t = _column(path, header, rows, "pupil_timestamp")
-    _check_numbers(path, "pupil_timestamp", t)
-    eye = _column(path, header, rows, "eye_id")
-    if "method" in header:
-        j = header.index("method")
-        method = np.array([r[j] if j < len(r) else "" for r in rows])
-        is3d = np.char.find(method.astype(str), "3d") >= 0
-        keep = is3d if np.any(is3d) else ~is3d
-    else:
-        keep = np.ones(len(rows), dtype=bool)
-    if eye_id is None:
-        eyes, counts = np.unique(eye[keep], return_counts=True)
-        eye_id = int(eyes[np.argmax(counts)])
-    keep &= eye == eye_id
-    if not np.any(keep):
-        raise InputError(f"{path}: no rows for eye {eye_id}")
-    conf = _column(path, header, rows, "confidence")[keep]
-    d3 = _column(path, header, rows, "diameter_3d", optional=True)[keep]
-    d2 = _column(path, header, rows, "diameter")[keep]
-    use_mm = bool(np.any(np.isfinite(d3)))
-    x = _column(path, header, rows, "norm_pos_x")[keep]
-    y = _column(path, header, rows, "norm_pos_y")[keep]
-    tt = t[keep]
-    order = np.argsort(tt, kind="stable")
-    return GazeBatch.from_arrays(
-        t=tt[order],
-        x=x[order],
-        y=y[order],
-        confidence=np.clip(conf[order], 0.0, 1.0),
-        diameter=(d3 if use_mm else d2)[order],
-        eye_id=np.full(tt.shape[0], eye_id),
-        diameter_unit="mm" if use_mm else "px",
-        source=f"{path} (eye {eye_id})",
-    )
-
-
-def read_blinks_csv(path: Path) -> BlinkEvents:
-    """Player's ``blinks.csv``: ``start_timestamp``, ``end_timestamp`` in Pupil time."""
-    path = Path(path)
-    header, rows = _read_csv(path, ("start_timestamp", "end_timestamp"))
-    s = _column(path, header, rows, "start_timestamp")
-    e = _column(path, header, rows, "end_timestamp")
-    _check_numbers(path, "start_timestamp", s)
-    _check_numbers(path, "end_timestamp", e)
-    try:
-        return BlinkEvents.from_arrays(s, e)
-    except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
-
-
-def read_fixations_csv(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Player's ``fixations.csv`` as (start, end) in Pupil time; its duration column is in ms."""
-    path = Path(path)
-    header, rows = _read_csv(path, ("start_timestamp", "duration"))
-    s = _column(path, header, rows, "start_timestamp")
-    d = _column(path, header, rows, "duration")
-    _check_numbers(path, "start_timestamp", s)
-    _check_numbers(path, "duration", d)
-    return s, s + d / 1000.0
-
-
-def read_player_export(path: Path) -> Recording:
-    """A Player export folder (or its ``gaze_positions.csv``), with ``blinks.csv`` when present."""
-    path = Path(path)
-    gaze_csv = path / "gaze_positions.csv" if path.is_dir() else path
-    if not gaze_csv.exists():
-        raise InputError(f"{path}: no gaze_positions.csv")
-    gaze = read_gaze_positions_csv(gaze_csv)
-    blinks_csv = gaze_csv.with_name("blinks.csv")
-    blinks = read_blinks_csv(blinks_csv) if blinks_csv.exists() else None
-    return Recording(gaze=gaze, blinks=blinks, name=gaze_csv.parent.name or gaze_csv.stem)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,6 +33,9 @@ from ..gaze import BlinkEvents
 from ..kernels.wordbook import ALPHABET_SIZE, NgramCounter
 from ..schema import FEATURE_INDEX, N_FEATURES, WORDBOOK_ORDERS
 from .base import Stage
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _F64 = NDArray[np.float64]
 
@@ -59,13 +63,35 @@ class WindowConfig:
 
 @dataclass(frozen=True, eq=False)
 class FeatureRows:
-    """Feature vectors: ``t`` (m,) step times, ``values`` (m, 52) in schema order."""
+    """Feature vectors: ``t`` (m,) step times, ``values`` (m, 52) in schema order; unsanitized.
+
+    Examples
+    --------
+    >>> rows = FeatureRows(np.array([30.0, 30.5]), np.zeros((2, N_FEATURES)))
+    >>> df = rows.to_pandas()
+    >>> df.shape, df.columns[0], len(FeatureRows.from_pandas(df))
+    ((2, 53), 't', 2)
+    """
 
     t: _F64 = field(default_factory=lambda: np.empty(0))
     values: _F64 = field(default_factory=lambda: np.empty((0, N_FEATURES)))
 
     def __len__(self) -> int:
         return int(self.t.shape[0])
+
+    def to_pandas(self) -> pd.DataFrame:
+        """``t`` and the 52 features as a DataFrame (:func:`streamdp.frames.rows_to_pandas`)."""
+        from ..frames import rows_to_pandas
+
+        return rows_to_pandas(self)
+
+    @classmethod
+    def from_pandas(cls, df: pd.DataFrame) -> FeatureRows:
+        """Rows from a DataFrame with ``t`` and the 52 features (:func:`streamdp.frames.rows_from_pandas`;
+        a missing column raises :class:`~streamdp.errors.InputError` naming it)."""
+        from ..frames import rows_from_pandas
+
+        return rows_from_pandas(df)
 
     @staticmethod
     def concat(parts: list[FeatureRows]) -> FeatureRows:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 
 import numpy as np
+from randomgen import HC128, SPECK128, AESCounter, ChaCha
 
 from ..errors import BudgetExhausted
 from ..privacy.accountant import Accountant, PrivacyUnit, chunks_touched
@@ -24,6 +25,41 @@ from .chunker import Chunk
 log = logging.getLogger(__name__)
 
 _REGISTERED = frozenset(MECHANISMS.values())
+
+#: bit generators built on a cryptographic cipher: their output does not reveal their state, so
+#: the noise cannot be predicted from earlier releases (PCG64, MT19937, Philox… can be)
+CRYPTOGRAPHIC_BIT_GENERATORS: tuple[type, ...] = (AESCounter, ChaCha, HC128, SPECK128)
+
+#: the ledger key saying whether the noise came from a cryptographic generator, and its values
+GENERATOR_KEY = "generator"
+CRYPTOGRAPHIC = "cryptographic"
+NOT_CRYPTOGRAPHIC = "not cryptographic"
+
+
+def is_cryptographic(rng: np.random.Generator) -> bool:
+    """Whether ``rng`` draws from a cryptographic bit generator (as :func:`secure_generator`'s does).
+
+    Examples
+    --------
+    >>> is_cryptographic(secure_generator(0)), is_cryptographic(np.random.default_rng(0))
+    (True, False)
+    """
+    return isinstance(rng.bit_generator, CRYPTOGRAPHIC_BIT_GENERATORS)
+
+
+def check_rng(rng: object) -> np.random.Generator:
+    """``rng`` if it is a NumPy ``Generator``.
+
+    Raises
+    ------
+    TypeError
+        Anything else (a seed, a ``RandomState``, a bit generator), with the hint to build one.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng must be a numpy Generator (use streamdp.privacy.secure_generator(seed)), got {rng!r}"
+        )
+    return rng
 
 
 def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[PrivateRelease]]:
@@ -46,10 +82,11 @@ def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[
                 entry = self.accountant.charge()
             except BudgetExhausted as exc:
                 self._exhausted_message = str(exc)
-                log.warning("%s", exc)
+                log.debug("%s", exc)  # the session says it, once
                 break
             res = self.mechanism.privatize(chunk.values, self.rng)
             entry["clipped_fraction"] = res.clipped_fraction
+            entry[GENERATOR_KEY] = self._generator
             if getattr(self.mechanism, "k_private", False):
                 entry["k_chosen"] = res.k.tolist()
             out.append(
@@ -70,9 +107,18 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
     """Perturbs each chunk with ``mechanism`` after charging it to the accountant.
 
     ``rng`` defaults to a cryptographic generator seeded from the OS; pass
-    ``secure_generator(seed)`` for reproducible research. When a session budget runs out the
-    releases made so far are returned, ``exhausted`` becomes true with a message
-    (``exhausted_message``), and the next update raises :class:`~streamdp.errors.BudgetExhausted`.
+    ``secure_generator(seed)`` for reproducible research. Every ledger entry says under
+    ``"generator"`` whether the noise came from a cryptographic generator (``"cryptographic"``)
+    or not (``"not cryptographic"``, e.g. ``np.random.default_rng``: fine for simulations, refused
+    by network sinks). When a session budget runs out the releases made so far are returned,
+    ``exhausted`` becomes true with a message (``exhausted_message``), and the next update raises
+    :class:`~streamdp.errors.BudgetExhausted`.
+
+    Raises
+    ------
+    TypeError
+        ``mechanism`` is not one of the registered mechanisms, ``unit`` not a
+        :class:`~streamdp.privacy.accountant.PrivacyUnit`, or ``rng`` not a NumPy ``Generator``.
 
     Examples
     --------
@@ -80,8 +126,12 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
     >>> from streamdp.privacy import dcfpa, default_profile, secure_generator
     >>> priv = Privatizer(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=4), rng=secure_generator(1))
     >>> (rel,) = priv.update([Chunk(np.arange(4) * 0.5, np.zeros((4, 52)))])
-    >>> rel.ledger["chunk_index"], rel.ledger["epsilon_spent"], priv.flush()
-    (0, 52.0, [])
+    >>> rel.ledger["chunk_index"], rel.ledger["epsilon_spent"], rel.ledger["generator"], priv.flush()
+    (0, 52.0, 'cryptographic', [])
+    >>> Privatizer(priv.mechanism, rng=42)
+    Traceback (most recent call last):
+    ...
+    TypeError: rng must be a numpy Generator (use streamdp.privacy.secure_generator(seed)), got 42
     """
 
     update = _update_with(claim_mint())
@@ -101,8 +151,13 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
                 f"mechanism must be one of the registered mechanisms ({', '.join(MECHANISMS)}), "
                 f"got {type(mechanism).__name__}"
             )
+        if unit is not None and not isinstance(unit, PrivacyUnit):
+            raise TypeError(
+                f"unit must be a PrivacyUnit (e.g. PrivacyUnit('session', budget=100.0)), got {unit!r}"
+            )
         self._mechanism = mechanism
-        self._rng = rng if rng is not None else secure_generator()
+        self._rng = check_rng(rng) if rng is not None else secure_generator()
+        self._generator = CRYPTOGRAPHIC if is_cryptographic(self._rng) else NOT_CRYPTOGRAPHIC
         self._accountant = Accountant(
             epsilon_chunk=mechanism.epsilon_chunk,
             unit=unit or PrivacyUnit(),

@@ -37,7 +37,9 @@ class _FrozenAfterInit(ABCMeta):
         cls.__signature__ = init.replace(parameters=list(init.parameters.values())[1:])
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        instance = super().__call__(*args, **kwargs)
+        # an ε so small that a scale overflows is refused below, by name, not warned about
+        with np.errstate(over="ignore"):
+            instance = super().__call__(*args, **kwargs)
         object.__setattr__(instance, "_frozen", True)
         return instance
 
@@ -66,6 +68,11 @@ class BaseMechanism(metaclass=_FrozenAfterInit):
         if self._frozen:
             raise AttributeError(f"{type(self).__name__} is immutable: cannot set {', '.join(attributes)}")
         for key, value in attributes.items():
+            if key.startswith(("noise_scale", "sigma", "scale")) and not np.all(np.isfinite(value)):
+                raise ValueError(
+                    f"epsilon={getattr(self, 'epsilon', '?')!r} is too small for {self.name}: its noise scale "
+                    "overflows a float"
+                )
             object.__setattr__(self, key, frozen_array(value) if isinstance(value, np.ndarray) else value)
 
     def __setattr__(self, key: str, value: Any) -> None:

@@ -1,0 +1,179 @@
+"""Bad input and faults of the machine through the command line: one table.
+
+Each row is a command line, the exit status it must end with, and a pattern the one line it
+writes to stderr must match, naming the input at fault. No row may print a traceback or leave
+anything partial behind (no ``.partial`` file or staging folder, no output). Sockets are real
+(a port made busy by binding it here), paths are real files and folders under ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import zmq.auth
+
+from streamdp.cli import main
+from streamdp.network.sink import ReleasePublisher
+
+#: placeholders in the table: {tmp} the test's folder, {busy} a port a plain socket listens on,
+#: {relay} the port of a running relay's publisher, {cert} a certificate pair in {tmp}/certs
+BUSY = r"tcp://127\.0\.0\.1:\d+: cannot listen there: the address is already in use"
+
+ROWS = [
+    # sockets
+    ("relay-bind-busy", ["relay", "--bind", "tcp://127.0.0.1:{busy}"], 2, rf"^streamdp relay: error: {BUSY}"),
+    ("second-relay", ["relay", "--bind", "tcp://127.0.0.1:{relay}"], 2, rf"^streamdp relay: error: {BUSY}"),
+    ("simulate-port-busy", ["simulate", "--port", "{busy}", "--synthetic", "5"], 2,
+     rf"^streamdp simulate: error: {BUSY}"),
+    ("bind-not-here", ["relay", "--bind", "tcp://192.0.2.1:5570", "--insecure"], 2,
+     r"^streamdp relay: error: tcp://192\.0\.2\.1:5570: cannot listen there: no interface of this machine has"),
+    ("subscribe-foo", ["subscribe", "foo"], 2, r"^streamdp subscribe: error: foo: not an address to connect to"),
+    ("relay-remote-foo", ["relay", "--remote", "foo"], 2,
+     r"^streamdp relay: error: foo: not an address to connect to \(give e\.g\. tcp://127\.0\.0\.1:50020\)"),
+    ("remote-port", ["relay", "--remote", "tcp://127.0.0.1:99999"], 2,
+     r"^streamdp relay: error: tcp://127\.0\.0\.1:99999: the port must be a number 1–65535"),
+    ("curve-missing", ["relay", "--curve-secret", "/no", "--curve-clients", "{tmp}/certs"], 2,
+     r"^streamdp relay: error: /no: no such certificate file"),
+    ("curve-garbage", ["relay", "--curve-secret", "{tmp}/garbage.key", "--curve-clients", "{tmp}/certs"], 2,
+     r"^streamdp relay: error: .*garbage\.key: not a ZeroMQ certificate"),
+    ("curve-public-only", ["relay", "--curve-secret", "{tmp}/certs/server.key", "--curve-clients", "{tmp}/certs"], 2,
+     r"^streamdp relay: error: .*server\.key: holds no secret key"),
+    ("curve-no-clients", ["relay", "--curve-secret", "{tmp}/certs/server.key_secret", "--curve-clients", "{tmp}/no"],
+     2, r"^streamdp relay: error: .*/no: no such folder of allowed clients' public certificates"),
+    ("curve-half", ["relay", "--curve-secret", "{tmp}/certs/server.key_secret"], 2,
+     r"^streamdp relay: error: CURVE needs both --curve-secret and --curve-clients"),
+    ("subscribe-curve", ["subscribe", "tcp://127.0.0.1:5", "--curve-server-key", "/no", "--curve-client-cert", "/no"],
+     2, r"^streamdp subscribe: error: /no: no such certificate file"),
+    ("neon-unreachable", ["relay", "--neon", "127.0.0.1:1"], 2,
+     r"^streamdp relay: error: --neon 127\.0\.0\.1:1: cannot reach the device: .*127\.0\.0\.1.*1"),
+    ("neon-address", ["relay", "--neon", "host:99999"], 2,
+     r"^streamdp relay: error: --neon host:99999: give HOST or HOST:PORT with a port 1–65535"),
+    # paths
+    ("out-proc", ["features", "--synthetic", "40", "--out", "/proc/streamdp/x.csv"], 2,
+     r"^streamdp features: error: --out /proc/streamdp/x\.csv: cannot create files in /proc$"),
+    ("out-folder", ["features", "--synthetic", "40", "--out", "{tmp}/certs"], 2,
+     r"^streamdp features: error: --out .*/certs: is a folder: give a file name ending in \.csv or \.npz or \.parquet"),
+    ("out-under-file", ["features", "--synthetic", "40", "--out", "{tmp}/garbage.key/x.csv"], 2,
+     r"^streamdp features: error: --out .*garbage\.key/x\.csv: lies under .*garbage\.key, which is a file"),
+    ("out-extension", ["features", "--synthetic", "40", "--out", "{tmp}/x.txt"], 2,
+     r"^streamdp features: error: --out .*x\.txt: unknown extension '\.txt': give a file ending in \.csv"),
+    ("replay-out-file", ["replay", "x", "--out", "{tmp}/garbage.key"], 2,
+     r"^streamdp replay: error: --out .*garbage\.key: is a file, not a folder"),
+    ("replay-out-proc", ["replay", "x", "--out", "/proc/streamdp-out"], 2,
+     r"^streamdp replay: error: --out /proc/streamdp-out: cannot create files in /proc"),
+    ("heatmap-shape", ["heatmap", "x", "--out", "{tmp}/m.npy", "--shape", "0x0"], 2,
+     r"^streamdp heatmap: error: --shape 0x0: height and width must be whole numbers ≥ 1"),
+    ("heatmap-cap", ["heatmap", "x", "--out", "{tmp}/m.npy", "--cap", "0"], 2,
+     r"^streamdp heatmap: error: --cap must be a whole number ≥ 1 or 'auto', got '0'"),
+    ("heatmap-png", ["heatmap", "x", "--out", "{tmp}/m.npy", "--png", "{tmp}/m.jpg"], 2,
+     r"^streamdp heatmap: error: --png .*m\.jpg: unknown extension '\.jpg'"),
+    ("config-missing", ["demo", "--config", "{tmp}/missing.toml"], 2,
+     r"^streamdp demo: error: .*missing\.toml: no such file$"),
+    ("config-key", ["relay", "--config", "{tmp}/bad.toml"], 2,
+     r"^streamdp relay: error: .*bad\.toml: unknown key 'epsilom' \(did you mean 'epsilon'\?\)"),
+    # library messages turned into sentences about the input
+    ("chunk-longer-than-data", ["evaluate", "--chunk-lengths", "512", "--people", "2", "--seconds", "100",
+                                "--mechanisms", "lpa", "--epsilons", "1", "--out", "{tmp}/eval", "-q"], 2,
+     r"^streamdp evaluate: error: --chunk-lengths 512: 4 recordings of 4 give no whole chunk of 512 steps"),
+    ("chunk-not-power", ["evaluate", "--chunk-lengths", "100", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: chunk_length must be a power of two"),
+    ("audit-runs", ["audit", "--runs", "0"], 2,
+     r"^streamdp audit: error: argument --runs: must be a whole number ≥ 1, got '0'"),
+    ("audit-alpha", ["audit", "--alpha", "2"], 2,
+     r"^streamdp audit: error: argument --alpha: must be a number strictly between 0 and 1, got '2'"),
+    ("tiny-epsilon", ["demo", "--offline", "--epsilon", "1e-300"], 2,
+     r"^streamdp demo: error: -?-?epsilon.1e-300 is (so|too) small.*noise scale overflows"),
+    # options refused where they do not apply, or out of range
+    ("budget-chunk", ["demo", "--budget", "5"], 2,
+     r"^streamdp demo: error: budget applies to the w-event and session units, not to the chunk unit$"),
+    ("w-session", ["replay", "x", "--out", "{tmp}/o", "--unit", "session", "--budget", "999", "--w", "3"], 2,
+     r"^streamdp replay: error: w applies to the w-event unit, not to the session unit$"),
+    ("k-lpa", ["demo", "--mechanism", "lpa", "--k", "3"], 2, r"^streamdp demo: error: lpa does not take parameter 'k'"),
+    ("jobs-0", ["replay", "x", "--out", "{tmp}/o", "--jobs", "0"], 2,
+     r"^streamdp replay: error: argument --jobs: must be a whole number ≥ 1, got '0'"),
+    ("jobs-neg", ["replay", "x", "--out", "{tmp}/o", "--jobs", "-2"], 2, r"argument --jobs: .*got '-2'"),
+    ("scheduler", ["replay", "x", "--out", "{tmp}/o", "--scheduler", "tcp://h:1"], 2,
+     r"^streamdp replay: error: --scheduler applies to --executor dask only"),
+    ("port-neg", ["simulate", "--port", "-1"], 2,
+     r"^streamdp simulate: error: argument --port: must be a whole number from 0 to 65535, got '-1'"),
+    ("port-big", ["simulate", "--port", "70000"], 2, r"argument --port: must be a whole number from 0 to 65535"),
+    ("status-interval", ["relay", "--status-interval", "0"], 2, r"argument --status-interval: must be a number > 0"),
+    ("demo-chunk-1024", ["demo", "--offline", "--chunk-length", "1024"], 2,
+     r"^streamdp demo: error: --seconds 150 is shorter than one window and one chunk .*give --seconds 542 or more"),
+    ("demo-10-s", ["demo", "--seconds", "10"], 2,
+     r"^streamdp demo: error: --seconds 10 is shorter than one window and one chunk .*give --seconds 62 or more"),
+    ("demo-speed", ["demo", "--speed", "-1"], 2, r"argument --speed: must be a number ≥ 0, got '-1'"),
+    ("subscribe-count", ["subscribe", "x", "--count", "-1"], 2, r"argument --count: must be a whole number ≥ 0"),
+    ("heatmap-delta", ["heatmap", "x", "--out", "{tmp}/m.npy", "--delta", "2"], 2,
+     r"argument --delta: must be a number strictly between 0 and 1"),
+    ("evaluate-people", ["evaluate", "--people", "1"], 2, r"argument --people: must be a whole number ≥ 2, got '1'"),
+    ("evaluate-exists", ["evaluate", "--out", "{tmp}/certs", "--mechanisms", "lpa", "--epsilons", "1"], 2,
+     r"^streamdp evaluate: error: .*certs: exists; pass --overwrite to replace it$"),
+    # no silent wrong output
+    ("zero-rows", ["features", "--synthetic", "20", "--out", "{tmp}/f.csv"], 1,
+     r"^streamdp features: error: synthetic-reading-0: 20\.0 s of gaze is shorter than one 30 s window: no feature"),
+    ("parquet-extra", ["features", "--synthetic", "40", "--out", "{tmp}/f.parquet"], 2,
+     r"^streamdp features needs the optional extra: pip install 'streamdp\[parquet\]'$"),
+]
+
+#: rows run in a fresh interpreter: what a library prints while the interpreter tears an object
+#: down (the realtime API's cleanup) shows only there
+SUBPROCESS = {"neon-unreachable"}
+#: rows run as if an optional extra were not installed
+WITHOUT = {"parquet-extra": "pyarrow"}
+
+
+@pytest.fixture(scope="module")
+def ports():
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    relay = ReleasePublisher("tcp://127.0.0.1:0")  # a relay already publishing there
+    try:
+        yield {"busy": busy.getsockname()[1], "relay": relay.endpoint.rsplit(":", 1)[1]}
+    finally:
+        relay.close()
+        busy.close()
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize(("argv", "code", "pattern"), [pytest.param(*r[1:], id=r[0]) for r in ROWS])
+def test_bad_input_ends_with_one_line_naming_it(request, tmp_path, ports, monkeypatch, capsys, argv, code, pattern):
+    row = request.node.callspec.id
+    if row == "neon-unreachable":
+        pytest.importorskip("pupil_labs.realtime_api")
+    (tmp_path / "certs").mkdir()
+    zmq.auth.create_certificates(str(tmp_path / "certs"), "server")
+    (tmp_path / "garbage.key").write_text("not a certificate\n")
+    (tmp_path / "bad.toml").write_text("epsilom = 2\n")
+    before = _files(tmp_path)
+    args = [a.format(tmp=tmp_path, **ports) for a in argv]
+    if row in SUBPROCESS:
+        proc = subprocess.run(
+            [sys.executable, "-m", "streamdp.cli", *args], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        status, err = proc.returncode, proc.stderr
+    else:
+        if row in WITHOUT:
+            monkeypatch.setitem(sys.modules, WITHOUT[row], None)  # importing it raises ImportError
+        try:
+            status = main(args)
+        except SystemExit as exc:  # argparse refuses an option value
+            status = exc.code
+        err = capsys.readouterr().err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, f"want one line on stderr, got {lines}"
+    assert re.search(pattern, lines[0]), lines[0]
+    assert status == code
+    assert _files(tmp_path) == before, "something was left behind"

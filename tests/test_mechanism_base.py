@@ -1,0 +1,363 @@
+"""The mechanisms' shared base: validated keyword-only parameters, frozen arrays, immutability,
+readable repr, and the read-only registry."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import pickle
+import re
+
+import numpy as np
+import pytest
+
+from streamdp.privacy import (
+    CFPA,
+    DCFPA,
+    DEFAULT_K,
+    FPA,
+    HEATMAP_MECHANISMS,
+    LPA,
+    MECHANISMS,
+    OFFLINE_MECHANISMS,
+    BaseMechanism,
+    FourierPerturbation,
+    HeatmapGaussian,
+    HeatmapLaplace,
+    LaplacePerturbation,
+    Mechanism,
+    Steil,
+    SteilSubsampling,
+    WholeSignalFPA,
+    cfpa,
+    dcfpa,
+    default_profile,
+    make_mechanism,
+)
+
+B = default_profile()
+ONE = B.select([0])
+
+
+# ---------------------------------------------------------------- the shared, validated, immutable base
+
+SHAPE = (6, 8)
+# the smallest valid arguments of every mechanism class
+VALID = {
+    LPA: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
+    CFPA: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
+    DCFPA: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
+    Steil: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
+    FPA: {"epsilon": 1.0, "bounds": B},
+    HeatmapLaplace: {"epsilon": 1.0, "cap": 2, "n_observers": 10, "shape": SHAPE},
+    HeatmapGaussian: {"epsilon": 1.0, "delta": 1e-5, "cap": 2, "n_observers": 10, "shape": SHAPE},
+}
+FOURIER = (CFPA, DCFPA)
+
+# (parameter, bad value, error, classes it applies to or None for every class taking the parameter)
+BAD_VALUES = [
+    ("epsilon", "1", TypeError, None),
+    ("epsilon", True, TypeError, None),
+    ("epsilon", None, TypeError, None),
+    ("epsilon", 0, ValueError, None),
+    ("epsilon", -1.0, ValueError, None),
+    ("epsilon", math.nan, ValueError, None),
+    ("epsilon", math.inf, ValueError, None),
+    ("bounds", {"lo": 0}, TypeError, None),
+    ("bounds", None, TypeError, None),
+    ("chunk_length", 32.0, TypeError, None),
+    ("chunk_length", "32", TypeError, None),
+    ("chunk_length", True, TypeError, None),
+    ("chunk_length", 48, ValueError, None),
+    ("chunk_length", 1, ValueError, None),
+    ("chunk_length", -32, ValueError, None),
+    ("transform", 5, TypeError, None),
+    ("transform", None, TypeError, None),
+    ("transform", "wavelet", ValueError, None),
+    ("transform", "DFT", ValueError, None),
+    ("k", 2.5, TypeError, None),
+    ("k", True, TypeError, None),
+    ("k", [3], TypeError, None),
+    ("k", 0, ValueError, None),
+    ("k", -1, ValueError, None),
+    ("k", 17, ValueError, FOURIER),  # > n/2 for the DFT at n = 32
+    ("k", "top", ValueError, FOURIER),
+    ("k", "private", TypeError, (FPA,)),
+    ("sensitivity", 1, TypeError, None),
+    ("sensitivity", "loose", ValueError, None),
+    ("k_epsilon_share", "0.1", TypeError, None),
+    ("k_epsilon_share", 0.0, ValueError, None),
+    ("k_epsilon_share", 1.0, ValueError, None),
+    ("k_epsilon_share", math.nan, ValueError, None),
+    ("window", 2.0, TypeError, None),
+    ("window", 0, ValueError, None),
+    ("window", 5, ValueError, None),  # does not divide n = 32
+    ("cap", 1.5, TypeError, None),
+    ("cap", 0, ValueError, None),
+    ("n_observers", "10", TypeError, None),
+    ("n_observers", 0, ValueError, None),
+    ("shape", [6, 8], TypeError, None),
+    ("shape", (6.0, 8), TypeError, None),
+    ("shape", (6,), TypeError, None),
+    ("shape", (0, 8), ValueError, None),
+    ("delta", "1e-5", TypeError, None),
+    ("delta", 0.0, ValueError, None),
+    ("delta", 1.0, ValueError, None),
+]
+
+
+def _bad_value_cases():
+    for cls, valid in VALID.items():
+        for param, value, error, only in BAD_VALUES:
+            if param in cls.parameters and (only is None or cls in only):
+                extra = {"k": "private"} if param == "k_epsilon_share" else {}
+                kwargs = {**valid, **extra, param: value}
+                yield pytest.param(cls, kwargs, param, value, error, id=f"{cls.__name__}-{param}={value!r}")
+
+
+@pytest.mark.parametrize(("cls", "kwargs", "param", "value", "error"), list(_bad_value_cases()))
+def test_every_parameter_of_every_mechanism_refuses_a_bad_value_naming_it(cls, kwargs, param, value, error):
+    shown = type(value).__name__ if param == "bounds" else re.escape(repr(value))
+    with pytest.raises(error, match=rf"^{param} .*{shown}"):
+        cls(**kwargs)
+
+
+def test_the_bad_value_table_covers_every_parameter_of_every_mechanism():
+    covered = {(cls, p) for cls, valid in VALID.items() for p, _, _, only in BAD_VALUES if only is None or cls in only}
+    for cls in VALID:
+        for param in cls.parameters:
+            assert (cls, param) in covered, f"{cls.__name__}.{param} has no bad-value case"
+
+
+def test_k_epsilon_share_is_refused_with_a_fixed_k():
+    with pytest.raises(ValueError, match=r"k_epsilon_share applies only with k='private', got 0\.2 with k=3"):
+        DCFPA(epsilon=1.0, bounds=B, chunk_length=32, k=3, k_epsilon_share=0.2)
+
+
+def _inapplicable_cases():
+    every = {p for cls in MECHANISMS.values() for p in cls.parameters}
+    sample = {"transform": "dft", "k": 3, "sensitivity": "bound", "k_epsilon_share": 0.1, "window": 8}
+    for name, cls in MECHANISMS.items():
+        for param in sorted(every - set(cls.parameters)):
+            for value in (sample[param], None):
+                yield pytest.param(name, param, value, id=f"{name}-{param}={value!r}")
+
+
+@pytest.mark.parametrize(("name", "param", "value"), list(_inapplicable_cases()))
+def test_a_parameter_that_does_not_apply_is_refused_not_dropped(name, param, value):
+    kwargs = {"epsilon": 1.0, "bounds": B, "chunk_length": 32, param: value}
+    with pytest.raises(TypeError, match=f"^{name} does not take parameter '{param}'$"):
+        make_mechanism(name, **kwargs)
+    with pytest.raises(TypeError, match=param):
+        MECHANISMS[name](**kwargs)
+
+
+@pytest.mark.parametrize("cls", list(VALID), ids=lambda c: c.__name__)
+def test_parameters_are_keyword_only_and_declared(cls):
+    sig = inspect.signature(cls)
+    assert tuple(sig.parameters) == cls.parameters
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in sig.parameters.values())
+    with pytest.raises(TypeError):
+        cls(*VALID[cls].values())
+
+
+def _instances():
+    yield from (pytest.param(cls(**kw), id=cls.__name__) for cls, kw in VALID.items())
+    yield pytest.param(DCFPA(epsilon=1.0, bounds=B, chunk_length=32, k="private"), id="DCFPA-private-k")
+    yield pytest.param(CFPA(epsilon=1.0, bounds=B, chunk_length=32, sensitivity="tight", k=2), id="CFPA-tight")
+
+
+# the public arrays each class exposes: all of them must be frozen
+ARRAYS = {
+    LPA: {"sensitivity", "noise_scale"},
+    Steil: {"sensitivity", "noise_scale"},
+    CFPA: {"sensitivities", "noise_scales", "sensitivity", "noise_scale", "k_candidates", "delta2"},
+    DCFPA: {"sensitivities", "noise_scales", "sensitivity", "noise_scale", "k_candidates", "delta2"},
+    FPA: set(),
+    HeatmapLaplace: set(),
+    HeatmapGaussian: set(),
+}
+
+
+@pytest.mark.parametrize("mech", list(_instances()))
+def test_every_public_array_is_read_only_for_good(mech):
+    arrays = {a: getattr(mech, a) for a in dir(mech) if not a.startswith("_")}
+    arrays = {a: v for a, v in arrays.items() if isinstance(v, np.ndarray)}
+    assert set(arrays) == ARRAYS[type(mech)]
+    for name, arr in arrays.items():
+        assert not arr.flags.writeable, name
+        with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+            arr.setflags(write=True)
+        with pytest.raises(ValueError, match="read-only"):
+            arr[...] = 0
+
+
+def test_noise_scales_cannot_be_shrunk_in_place():
+    m = dcfpa(epsilon=1.0, bounds=B, chunk_length=32)
+    before = m.noise_scale.copy()
+    with pytest.raises(ValueError, match="read-only"):
+        m.noise_scales[:] = 1e-9
+    with pytest.raises(ValueError, match="read-only"):
+        m.noise_scale[:] = 1e-9
+    np.testing.assert_array_equal(m.noise_scale, before)
+
+
+@pytest.mark.parametrize("mech", list(_instances()))
+def test_mechanisms_refuse_setattr_delattr_and_a_second_init(mech):
+    eps = mech.epsilon
+    with pytest.raises(AttributeError, match="immutable: cannot set epsilon"):
+        mech.epsilon = 100.0
+    with pytest.raises(AttributeError, match="immutable: cannot set extra"):
+        mech.extra = 1
+    with pytest.raises(AttributeError, match="immutable: cannot delete epsilon"):
+        del mech.epsilon
+    with pytest.raises(AttributeError, match="immutable"):
+        mech.__init__(**{**mech.arguments(), "epsilon": 100.0})
+    assert mech.epsilon == eps
+
+
+@pytest.mark.parametrize("mech", list(_instances()))
+def test_a_copy_is_the_same_mechanism_validated_and_frozen_again(mech):
+    for twin in (pickle.loads(pickle.dumps(mech)), copy.deepcopy(mech), type(mech)(**mech.arguments())):
+        assert type(twin) is type(mech) and repr(twin) == repr(mech) and twin.describe() == mech.describe()
+        for name in ARRAYS[type(mech)]:
+            np.testing.assert_array_equal(getattr(twin, name), getattr(mech, name))
+            with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+                getattr(twin, name).setflags(write=True)
+
+
+@pytest.mark.parametrize(
+    ("mech", "text"),
+    [
+        pytest.param(
+            DCFPA(epsilon=1.0, bounds=B, chunk_length=64),
+            "DCFPA(epsilon=1.0, chunk_length=64, transform='dft', k=1, sensitivity='bound', "
+            "bounds=<'default', 52 features>)",
+            id="dcfpa",
+        ),
+        pytest.param(
+            CFPA(epsilon=2, bounds=B, chunk_length=32, transform="dct", k="private", sensitivity="tight"),
+            "CFPA(epsilon=2.0, chunk_length=32, transform='dct', k='private', sensitivity='tight', "
+            "k_epsilon_share=0.1, bounds=<'default', 52 features>)",
+            id="cfpa-private-k",
+        ),
+        pytest.param(
+            LPA(epsilon=0.5, bounds=ONE, chunk_length=16),
+            "LPA(epsilon=0.5, chunk_length=16, bounds=<'default[0]', 1 feature>)",
+            id="lpa-one-feature",
+        ),
+        pytest.param(
+            Steil(epsilon=1.0, bounds=B, chunk_length=32),
+            "Steil(epsilon=1.0, chunk_length=32, window=8, bounds=<'default', 52 features>)",
+            id="steil",
+        ),
+        pytest.param(
+            FPA(epsilon=1.0, bounds=B),
+            "FPA(epsilon=1.0, transform='dft', k=20, bounds=<'default', 52 features>)",
+            id="fpa",
+        ),
+        pytest.param(
+            HeatmapGaussian(epsilon=1.0, delta=1e-5, cap=2, n_observers=10, shape=SHAPE),
+            "HeatmapGaussian(epsilon=1.0, delta=1e-05, cap=2, n_observers=10, shape=(6, 8))",
+            id="heatmap-gaussian",
+        ),
+    ],
+)
+def test_repr_shows_the_public_parameters(mech, text):
+    assert repr(mech) == text
+
+
+def test_describe_keeps_the_ledger_entries():
+    assert make_mechanism("dcfpa", epsilon=1.0, bounds=B, chunk_length=64, k=16, sensitivity="tight").describe() == {
+        "mechanism": "dcfpa",
+        "epsilon_per_feature": 1.0,
+        "chunk_length": 64,
+        "transform": "dft",
+        "k": 16,
+        "k_epsilon_share": 0.0,
+        "sensitivity": "tight-upper",
+    }
+    assert make_mechanism("cfpa", epsilon=1.0, bounds=B, chunk_length=32, transform="dct", k="private").describe() == {
+        "mechanism": "cfpa",
+        "epsilon_per_feature": 1.0,
+        "chunk_length": 32,
+        "transform": "dct",
+        "k": "private",
+        "k_epsilon_share": 0.1,
+        "sensitivity": "bound",
+    }
+    assert make_mechanism("lpa", epsilon=2.0, bounds=B, chunk_length=32).describe() == {
+        "mechanism": "lpa",
+        "epsilon_per_feature": 2.0,
+        "chunk_length": 32,
+    }
+
+
+def test_the_fourier_base_is_abstract_and_differences_is_a_class_property():
+    with pytest.raises(TypeError, match="abstract"):
+        FourierPerturbation(epsilon=1.0, bounds=B, chunk_length=32)
+    assert (CFPA.differences, DCFPA.differences) == (False, True)
+    with pytest.raises(TypeError, match="differences"):
+        DCFPA(epsilon=1.0, bounds=B, chunk_length=32, differences=False)
+
+
+def test_old_names_are_the_new_classes():
+    assert (LaplacePerturbation, SteilSubsampling, WholeSignalFPA) == (LPA, Steil, FPA)
+    assert type(cfpa(epsilon=1.0, bounds=B, chunk_length=32)) is CFPA
+    assert type(dcfpa(epsilon=1.0, bounds=B, chunk_length=32)) is DCFPA
+
+
+# ---------------------------------------------------------------- the registry
+
+
+def _concrete_subclasses(base):
+    out = set()
+    for sub in base.__subclasses__():
+        out |= _concrete_subclasses(sub)
+        if not inspect.isabstract(sub):
+            out.add(sub)
+    return out
+
+
+def test_registries_are_complete_and_named_by_the_classes():
+    assert list(MECHANISMS) == ["lpa", "cfpa", "dcfpa", "steil"]
+    assert all(cls.name == name for name, cls in MECHANISMS.items())
+    assert set(MECHANISMS.values()) == _concrete_subclasses(Mechanism)
+    assert dict(OFFLINE_MECHANISMS) == {"fpa": FPA}
+    assert dict(HEATMAP_MECHANISMS) == {"gaussian": HeatmapGaussian, "laplace": HeatmapLaplace}
+    every = set(MECHANISMS.values()) | set(OFFLINE_MECHANISMS.values()) | set(HEATMAP_MECHANISMS.values())
+    assert every == _concrete_subclasses(BaseMechanism)
+
+
+@pytest.mark.parametrize("registry", [MECHANISMS, OFFLINE_MECHANISMS, HEATMAP_MECHANISMS, DEFAULT_K])
+def test_registries_are_read_only(registry):
+    key = next(iter(registry))
+    with pytest.raises(TypeError):
+        registry[key] = LPA
+    with pytest.raises(TypeError):
+        del registry[key]
+    with pytest.raises(AttributeError):
+        registry.clear()
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "message"),
+    [
+        pytest.param(
+            "wavelet", ValueError, "^mechanism must be one of lpa, cfpa, dcfpa, steil, got 'wavelet'$", id="unknown"
+        ),
+        pytest.param("fpa", ValueError, "got 'fpa' \\(an offline mechanism", id="offline"),
+        pytest.param("DCFPA", ValueError, "one of lpa, cfpa, dcfpa, steil", id="case"),
+        pytest.param(3, TypeError, "^mechanism must be a str, got 3$", id="not-a-str"),
+    ],
+)
+def test_make_mechanism_refuses_an_unknown_name_listing_the_choices(name, error, message):
+    with pytest.raises(error, match=message):
+        make_mechanism(name, epsilon=1.0, bounds=B, chunk_length=32)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_an_epsilon_so_small_that_the_noise_scale_overflows_is_refused_naming_it(name):
+    with pytest.raises(ValueError, match=r"epsilon=1e-300 is too small for .*noise scale overflows"):
+        make_mechanism(name, epsilon=1e-300, bounds=B, chunk_length=32)
