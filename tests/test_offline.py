@@ -447,6 +447,10 @@ def test_evaluate_command_on_a_manifest_writes_tables_and_plots(tmp_path, capsys
     assert code == 0
     md = (out / "results.md").read_text()
     assert "| dcfpa | 32 | 10 |" in md and "| none | 32 |" in md
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pq.read_table(out / "results.parquet").to_pylist()
+    expected = [{k: r[k] for k in table[0]} for r in json.loads((out / "results.json").read_text())]
+    assert json.dumps(table) == json.dumps(expected)  # NaN chance for utility rows compares equal as text
     for png in ("utility_vs_epsilon.png", "reidentification_vs_epsilon.png", "task_vs_epsilon.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     assert "Chance: re-identification 0.50, task 0.50." in capsys.readouterr().out

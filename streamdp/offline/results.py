@@ -111,7 +111,7 @@ def staged_folder(out: Path, *, overwrite: bool = False, option: str = "--out") 
 
 
 def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """results.csv, results.md, results.json and the plots."""
+    """results.csv, results.md, results.json, results.parquet (with the parquet extra) and the plots."""
     out_dir.mkdir(parents=True, exist_ok=True)
     keys = ["mechanism", "chunk_length", "epsilon", "metric", "classifier", "voting", "value", "chance"]
     with open(out_dir / "results.csv", "w", newline="") as fh:
@@ -120,7 +120,16 @@ def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
         w.writerows({k: r[k] for k in keys} for r in rows)
     (out_dir / "results.json").write_text(json.dumps(rows, indent=1))
     (out_dir / "results.md").write_text(markdown_table(rows))
-    return [out_dir / "results.csv", out_dir / "results.md", *plot_results(rows, out_dir)]
+    written = [out_dir / "results.csv", out_dir / "results.md"]
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        pass  # Parquet is written where the parquet extra is installed
+    else:
+        pq.write_table(pa.table({k: [r[k] for r in rows] for k in keys}), out_dir / "results.parquet")
+        written.append(out_dir / "results.parquet")
+    return [*written, *plot_results(rows, out_dir)]
 
 
 def _mean(rows: list[dict[str, Any]], **match: Any) -> float:
