@@ -18,7 +18,8 @@ not take, and are immutable afterwards, their arrays included.
 """
 
 from .base import BaseMechanism, Mechanism, MechanismOutput
-from .fourier import CFPA, DCFPA, DEFAULT_K, FourierPerturbation, cfpa, dcfpa, default_k
+from .factories import cfpa, dcfpa
+from .fourier import CFPA, DCFPA, DEFAULT_K, FourierPerturbation, default_k
 from .fpa import FPA, WholeSignalFPA
 from .heatmap import HeatmapGaussian, HeatmapLaplace, HeatmapMechanism
 from .lpa import LPA, LaplacePerturbation
