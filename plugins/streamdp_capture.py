@@ -36,8 +36,10 @@ try:  # Capture with a window has pyglui; headless Capture (and tests) may not
 except ImportError:  # pragma: no cover - depends on the host
     ui = None
 
-#: the notifications that mean Pupil time was set anew: the stream starts a new segment
-_CLOCK_CHANGES = ("world_process.adapting_clock", "time_sync.master_announcement")
+#: notifications that mean Pupil time was set anew (the stand-in's end of stream). Capture itself
+#: notifies nothing when the clock moves: Pupil Remote's ``T`` and Time_Sync write
+#: ``g_pool.timebase.value`` directly, so the plugin watches that value instead
+_CLOCK_CHANGES = ("world_process.adapting_clock",)
 
 
 class CaptureEventsSink:
@@ -175,16 +177,26 @@ class StreamDP(Plugin):
     # ------------------------------------------------------------------ Capture callbacks
 
     def recent_events(self, events: dict[str, Any]) -> None:
+        if self._clock_was_set():  # `T` sets the clock without a notification: noticed here, every frame
+            self.session.restart(StatusEvent.CAPTURE_RESTARTED)
         self.session.receive_datums(events.get("gaze", []), events.get("blinks", []))
         out = self.sink.take()
         if out:
             events.setdefault("streamdp", []).extend(out)
 
     def on_notify(self, notification: dict[str, Any]) -> None:
-        # a new clock (Pupil Remote's T, or time sync) means a new segment; what the restart
-        # releases goes out with the next frame
-        if notification.get("subject") in _CLOCK_CHANGES:
+        # a new clock means a new segment; what the restart releases goes out with the next frame
+        if self._clock_was_set() or notification.get("subject") in _CLOCK_CHANGES:
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
+
+    def _clock_was_set(self) -> bool:
+        """Whether ``g_pool.timebase`` (Pupil time = monotonic clock - timebase) changed since the
+        last look: what ``T`` and time sync do, forwards or backwards, without a notification."""
+        timebase = getattr(getattr(self.g_pool, "timebase", None), "value", None)
+        if not isinstance(timebase, (int, float)):
+            return False
+        seen, self._timebase_seen = getattr(self, "_timebase_seen", timebase), float(timebase)
+        return bool(seen != timebase)
 
     @property
     def released(self) -> int:

@@ -126,7 +126,7 @@ class SessionConfig:
     min_blink_duration: float = _opt(_EVENTS.min_blink_duration, "shortest blink in s", "features")
     max_blink_duration: float = _opt(_EVENTS.max_blink_duration, "longest blink in s", "features")
     # live
-    reorder_window: float = _opt(0.05, "s of live gaze held back to put it in time order", "live")
+    reorder_window: float = _opt(0.1, "s of live gaze held back to put it in time order", "live")
 
     def __post_init__(self) -> None:
         if isinstance(self.bounds, os.PathLike):

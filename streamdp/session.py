@@ -161,10 +161,11 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
 
     def flush(self) -> list[PrivateRelease]:
         """End of stream: everything held is fed, the windows finish; a partial chunk is dropped."""
-        out = self._drain()
-        out += self._guarded(self.pipeline.flush)
-        self._after(out)
-        return out
+        self.decoder.flush_blinks()  # the blink held for a later offset is final
+        out = self._decoded() + self._drain()  # each already handed to the sinks by _feed
+        tail = self._guarded(self.pipeline.flush)
+        self._after(tail)
+        return out + tail
 
     def reset(self) -> None:
         """Forget the stream (windows, partial chunk, held gaze, half-paired blinks, the diameter

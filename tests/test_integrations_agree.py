@@ -54,7 +54,7 @@ from streamdp.network.simulator import CaptureSimulator
 from streamdp.network.sink import ReleasePublisher
 from streamdp.network.subscriber import connect_subscriber
 from streamdp.offline.replay import replay_one
-from streamdp.pupil_wire import recording_datums
+from streamdp.pupil_wire import capture_datums
 from streamdp.readers import read_recording
 from streamdp.session import Session
 from streamdp.sinks import CollectingSink
@@ -178,7 +178,7 @@ def through_replay(path: Path, config: SessionConfig, tmp: Path, want: int) -> O
 def through_relay(path: Path, config: SessionConfig, tmp: Path, want: int) -> Outcome:
     rec = read_recording(str(path))
     topics = ("gaze.", "blinks") if config.blinks == "given" else ("gaze.",)
-    expected = sum(d["topic"].startswith(topics) for d in recording_datums(rec))
+    expected = sum(d["topic"].startswith(topics) for _, d in capture_datums(rec))
     publisher = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000)
     sub = connect_subscriber(publisher.endpoint, ("streamdp.features.",))
     payloads: list[bytes] = []

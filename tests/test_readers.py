@@ -371,8 +371,9 @@ def test_blink_pairing_rules():
     p = BlinkPairing()
     assert p.add({"type": "offset", "timestamp": 1.0}, "d") is None  # offset without onset: ignored
     assert p.add({"type": "onset", "timestamp": 2.0}, "d") is None
-    assert p.add({"type": "onset", "timestamp": 2.5}, "d") is None  # a second onset replaces the first
-    assert p.add({"type": "offset", "timestamp": 2.8}, "d") == (2.5, 2.8)
+    assert p.add({"type": "onset", "timestamp": 2.5}, "d") is None  # a repeated onset is ignored
+    assert p.add({"type": "offset", "timestamp": 2.8}, "d") is None  # held: more offsets may follow
+    assert p.flush() == (2.0, 2.8)
     assert p.add({"start_timestamp": 5.0, "end_timestamp": 5.3}, "d") == (5.0, 5.3)  # Player's whole blink
     with pytest.raises(InputError, match="d: field 'timestamp' is 'x', not a number"):
         p.add({"type": "onset", "timestamp": "x"}, "d")

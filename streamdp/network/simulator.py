@@ -13,6 +13,10 @@ What it serves, as Capture does (DESIGN.md §2):
   ``gaze.3d.<eye>.`` with ``pupil.<eye>.3d`` for each eye, ``gaze.2d.*``/``pupil.<eye>.2d`` for a
   recording whose diameters are in px, and ``blinks`` onset/offset datums. Frames are
   ``[topic (UTF-8), msgpack(datum, use_bin_type=True)]``.
+- **Capture's untidiness**, by default (``tidy=True`` sends every datum once, in time order):
+  gaze in ~30 Hz world-frame bursts, monocular gaze up to ~90 ms behind binocular gaze already
+  sent, blink onsets and offsets re-published every frame while the detector's filter fires
+  (:func:`streamdp.pupil_wire.capture_datums`).
 
 Pacing: ``speed=1`` plays at real time, ``speed=10`` ten times faster, ``speed=0`` as fast as the
 sockets take it (for tests and the demo). With ``wait_for_subscriber`` nothing is published before
@@ -24,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +36,7 @@ import msgpack
 import zmq
 
 from ..gaze import Recording
-from ..pupil_wire import encode, recording_datums
+from ..pupil_wire import capture_datums, encode, recording_datums
 from .sink import bind, bind_error
 
 log = logging.getLogger(__name__)
@@ -107,6 +112,7 @@ class CaptureSimulator:
         wait_for_subscriber: bool = True,
         loop: bool = False,
         time_shift: float = 0.0,
+        tidy: bool = False,
         context: zmq.Context | None = None,
     ) -> None:
         if speed < 0:
@@ -120,6 +126,7 @@ class CaptureSimulator:
         self.speed = float(speed)
         self.wait_for_subscriber = wait_for_subscriber
         self.loop = loop
+        self.tidy = tidy
         self._shift = float(time_shift)
         self._ctx = context or zmq.Context.instance()
         self._stop = threading.Event()
@@ -296,17 +303,21 @@ class CaptureSimulator:
         start_wall = time.monotonic()
         t0 = float(self.recording.gaze.t[0])
         pack = msgpack.Packer(use_bin_type=True).pack
-        for datum in recording_datums(self.recording):
+        sent: Iterator[tuple[float, dict[str, Any]]]
+        if self.tidy:
+            sent = ((d["timestamp"], d) for d in recording_datums(self.recording))
+        else:
+            sent = capture_datums(self.recording)
+        for at, datum in sent:
             if self._stop.is_set():
                 return
-            t = datum["timestamp"]
             if self.speed > 0:
-                delay = start_wall + (t - t0) / self.speed - time.monotonic()
+                delay = start_wall + (at - t0) / self.speed - time.monotonic()
                 if delay > 0.002 and self._stop.wait(delay):
                     return
             with self._clock_lock:
                 shift = self._shift  # read per datum: `T <time>` applies from the next one on
-                self._pupil_time = t + shift
+                self._pupil_time = at + shift
             frames = encode(_shifted(datum, shift), pack)
             while True:  # a full queue must not keep a stopping simulator from stopping
                 try:

@@ -113,6 +113,7 @@ def _pldata_blinks(path: Path) -> BlinkEvents:
     """Blinks from ``blinks.pldata``: Capture's onset/offset datums, or Player's whole blinks."""
     pairing = BlinkPairing()
     found = [pairing.add(d, f"{path} datum {i}") for i, (_, d) in enumerate(iter_pldata(path))]
+    found.append(pairing.flush())
     blinks = [b for b in found if b is not None]
     return BlinkEvents.from_arrays([b[0] for b in blinks], [b[1] for b in blinks])
 

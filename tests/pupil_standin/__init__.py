@@ -7,12 +7,13 @@ import importlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import groupby
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from streamdp.gaze import Recording
-from streamdp.pupil_wire import recording_datums
+from streamdp.pupil_wire import capture_datums, recording_datums
 
 STANDIN = Path(__file__).resolve().parent
 PLUGINS = STANDIN.parents[1] / "plugins"
@@ -38,9 +39,23 @@ def capture_plugin_environment() -> Iterator[SimpleNamespace]:
             sys.modules.pop(name, None)
 
 
-def world_frames(recording: Recording, fps: float = 30.0) -> Iterator[dict[str, list[dict[str, Any]]]]:
+def world_frames(
+    recording: Recording, fps: float = 30.0, *, untidy: bool = False
+) -> Iterator[dict[str, list[dict[str, Any]]]]:
     """The ``events`` of each world frame as Capture batches them: the gaze and blink datums
-    Capture would publish for ``recording`` in the frame's period."""
+    Capture would publish for ``recording`` in the frame's period. ``untidy``: as Capture really
+    does (:func:`streamdp.pupil_wire.capture_datums`, at its own 30 Hz): monocular gaze frames
+    late, blink onsets and offsets in every frame while the detector's filter fires."""
+    if untidy:
+        for _, sent in groupby(capture_datums(recording), key=lambda p: p[0]):
+            events: dict[str, list[dict[str, Any]]] = {"gaze": [], "blinks": []}
+            for _, datum in sent:
+                if datum["topic"].startswith("gaze."):
+                    events["gaze"].append(datum)
+                elif datum["topic"] == "blinks":
+                    events["blinks"].append(datum)
+            yield events
+        return
     frame: dict[str, list[dict[str, Any]]] = {"gaze": [], "blinks": []}
     t_next = float(recording.gaze.t[0]) + 1 / fps
     for datum in recording_datums(recording):

@@ -5,6 +5,7 @@ order, then publishes every datum of ``events`` (but the frame) on the IPC backb
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,7 +31,19 @@ class IPCPublisher:
 
 
 def make_g_pool(ipc_pub: IPCPublisher) -> SimpleNamespace:
-    return SimpleNamespace(app="capture", ipc_pub=ipc_pub, menubar=[], plugins=None, get_timestamp=lambda: 0.0)
+    """Capture's ``g_pool``: Pupil time is the monotonic clock minus ``timebase.value`` (a shared
+    ``multiprocessing.Value`` in Capture)."""
+    g_pool = SimpleNamespace(app="capture", ipc_pub=ipc_pub, menubar=[], plugins=None)
+    g_pool.timebase = SimpleNamespace(value=0.0)
+    g_pool.get_now = time.monotonic
+    g_pool.get_timestamp = lambda: g_pool.get_now() - g_pool.timebase.value
+    return g_pool
+
+
+def set_clock(g_pool: SimpleNamespace, target: float) -> str:
+    """Pupil Remote's ``T <target>``: the timebase is written directly and nothing is notified."""
+    g_pool.timebase.value = g_pool.get_now() - float(target)
+    return "Timesync successful."
 
 
 def run_frame(g_pool: SimpleNamespace, events: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:

@@ -1,44 +1,32 @@
-"""Pupil's wire format, both ways: gaze and blink datums as Capture publishes them on its IPC
-backbone and records them in ``.pldata``, decoded straight into columns, and encoded from a
-recording (the simulator's side). One module, so that what the simulator sends and what the relay,
-the plugin and the readers take cannot drift apart.
-
-A gaze datum has ``topic`` (``gaze.3d.01.``, ``gaze.3d.0.``, ``gaze.2d.1.``…), ``norm_pos``
-(world camera, origin bottom-left), ``confidence``, ``timestamp`` (Pupil time, s) and
-``base_data``: the pupil datums it was mapped from, with ``diameter`` (px) and, from the 3d
-detector, ``diameter_3d`` (mm). Frames on the backbone are ``[topic (UTF-8), msgpack(datum)]``.
-
-Decoding keeps no Python object per sample: every field goes into a typed ``array.array`` column
-as it is read, and :meth:`GazeDecoder.take` hands the columns over as NumPy arrays without a copy.
-"""
+"""Decoding: gaze and blink datums, as Capture publishes them on its backbone and records them in
+``.pldata``, straight into columns. No Python object is kept per sample: every field goes into a
+typed ``array.array`` as it is read, and :meth:`GazeDecoder.take` hands the columns over as NumPy
+arrays without a copy."""
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import InputError
-from .gaze import (
+from ..errors import InputError
+from ..gaze import (
     BINOCULAR,
     UNKNOWN_EYE,
     BlinkEvents,
     DiameterUnit,
     GazeBatch,
     GazeColumns,
-    Recording,
     choose_diameter_unit,
 )
+from .timing import BLINK_HISTORY
 
 _F64 = NDArray[np.float64]
-
-
-# ---------------------------------------------------------------- decoding
 
 
 def _number(value: Any, where: str, field: str) -> float:
@@ -126,19 +114,33 @@ def _checked_fields(datum: object, where: str) -> tuple[float, float, float, flo
 
 
 class BlinkPairing:
-    """Capture's blink detector publishes a blink as an ``onset`` datum and, later, an ``offset``
-    datum (topic ``blinks``); Player stores whole blinks with ``start_timestamp`` and
-    ``end_timestamp``. :meth:`add` takes either and returns a finished blink as (start, end) in
-    Pupil time, or None. An offset without an onset is ignored; a second onset replaces the first.
+    """Whole blinks from Capture's ``onset``/``offset`` datums (topic ``blinks``), by Player's rule.
+
+    Capture's detector re-publishes an ``onset`` every world frame while its filter fires, then
+    an ``offset`` every frame while the filter fires the other way (timestamp: the middle of the
+    filter's history). One blink runs from the first onset after an offset (or the stream's start)
+    to the last offset of the run that follows; repeated onsets are ignored and an offset without
+    an onset is dropped. The last offset is only known when the next onset comes, so a finished
+    blink is held until then: :meth:`add` returns it at that onset, :meth:`flush` at the end of the
+    stream. Player's whole blinks (``start_timestamp``/``end_timestamp``) pass straight through.
 
     Raises
     ------
     InputError
         From :meth:`add`: a datum that is not a dict or whose times are not finite numbers.
+
+    Examples
+    --------
+    >>> p = BlinkPairing()
+    >>> [p.add({"type": k, "timestamp": t}, "d") for k, t in [("onset", 1.0), ("onset", 1.03), ("offset", 1.2)]]
+    [None, None, None]
+    >>> p.add({"type": "offset", "timestamp": 1.23}, "d"), p.flush(), p.flush()
+    (None, (1.0, 1.23), None)
     """
 
     def __init__(self) -> None:
         self.onset: float | None = None
+        self.offset: float | None = None
 
     def add(self, datum: object, where: str) -> tuple[float, float] | None:
         if not isinstance(datum, Mapping):
@@ -151,11 +153,22 @@ class BlinkPairing:
         t = _number(datum.get("timestamp"), where, "timestamp")
         kind = datum.get("type")
         if kind == "onset":
-            self.onset = t
-        elif kind == "offset" and self.onset is not None:
-            start, self.onset = self.onset, None
-            return start, t
+            finished = self.flush() if self.offset is not None else None
+            if self.onset is None:
+                self.onset = t
+            return finished
+        if kind == "offset" and self.onset is not None:
+            self.offset = t
         return None
+
+    def flush(self) -> tuple[float, float] | None:
+        """The blink held for a later offset, now final (end of stream), or None; an onset that
+        no offset followed is dropped."""
+        onset, offset = self.onset, self.offset
+        self.onset = self.offset = None
+        if onset is None or offset is None:
+            return None
+        return onset, offset
 
 
 class GazeDecoder:
@@ -184,6 +197,7 @@ class GazeDecoder:
         self.malformed = 0
         self.invalid = 0
         self.pairing = BlinkPairing()
+        self._newest = -math.inf  # the newest gaze time decoded: when a held blink is final
         self._unpack = {"raw": False, "strict_map_key": False}
         self._clear()
 
@@ -197,6 +211,7 @@ class GazeDecoder:
     def reset(self) -> None:
         """Forget what was decoded, a blink half-paired and the detector (the source restarted)."""
         self.pairing = BlinkPairing()
+        self._newest = -math.inf
         self.detector_unit = None
         self._clear()
 
@@ -264,11 +279,27 @@ class GazeDecoder:
             self._blink_start.append(blink[0])
             self._blink_end.append(blink[1])
 
+    def flush_blinks(self) -> None:
+        """End of stream: the blink held for a later offset (see :class:`BlinkPairing`) is final
+        and goes to the next :meth:`take`."""
+        blink = self.pairing.flush()
+        if blink is not None:
+            self._had_blinks = True
+            self._blink_start.append(blink[0])
+            self._blink_end.append(blink[1])
+
     def take(self) -> tuple[GazeColumns, BlinkEvents | None]:
         """The gaze decoded since the last call (arrival order) and the blinks finished since then
-        (None when no blink datum arrived at all)."""
+        (None when no blink datum arrived at all). A blink held for a later offset is final once
+        gaze more than :data:`BLINK_HISTORY` s past its last offset arrived: by then the detector,
+        publishing offsets every world frame while its filter fires, would have sent the next."""
         n = len(self._eye)
         rows = np.frombuffer(self._rows, dtype=np.float64).reshape(n, 6) if n else np.empty((0, 6))
+        if n:
+            self._newest = max(self._newest, float(rows[:, 0].max()))
+        held = self.pairing.offset
+        if held is not None and self._newest > held + BLINK_HISTORY:
+            self.flush_blinks()
         t, x, y, conf, mm, px = (np.ascontiguousarray(c) for c in rows.T)
         eye = np.frombuffer(self._eye, dtype=np.int8) if n else np.empty(0, dtype=np.int8)
         cols = GazeColumns(t, x, y, conf, mm, px, eye, np.ones(n, dtype=bool))
@@ -295,83 +326,3 @@ def gaze_from_datums(datums: Iterable[object], source: str) -> GazeBatch:
     cols = cols.take(order)
     unit = dec.detector_unit or choose_diameter_unit(cols.diameter_mm, cols.diameter_px) or "none"
     return cols.to_batch(unit, source)
-
-
-# ---------------------------------------------------------------- encoding
-
-
-def pupil_datum(eye: int, t: float, conf: float, x: float, y: float, diameter: float, unit: str) -> dict[str, Any]:
-    """The pupil datum Capture would map a gaze sample from: 3d (``diameter_3d`` mm) for a
-    stream in mm, 2d (``diameter`` px only) otherwise."""
-    method = "3d" if unit == "mm" else "2d"
-    datum: dict[str, Any] = {
-        "topic": f"pupil.{eye}.{method}",
-        "id": eye,
-        "method": "pye3d 0.3.0 real-time" if method == "3d" else "2d c++",
-        "timestamp": t,
-        "confidence": conf,
-        # the eye camera sees the pupil mirrored and offset; a plausible position, not the gaze
-        "norm_pos": [0.5 + 0.3 * (x - 0.5), 0.5 - 0.3 * (y - 0.5)],
-    }
-    if math.isfinite(diameter):
-        datum["diameter_3d" if unit == "mm" else "diameter"] = diameter
-    return datum
-
-
-def gaze_datum(
-    t: float, x: float, y: float, conf: float, eyes: tuple[int, ...], base: list[dict[str, Any]], unit: str
-) -> dict[str, Any]:
-    """A gaze datum with Capture's fields: 3d gaze carries the eye model fields (binocular keyed
-    by the strings ``"0"``/``"1"``, monocular singular), 2d gaze has none."""
-    method = "3d" if unit == "mm" else "2d"
-    eye_part = "01" if len(eyes) == 2 else str(eyes[0])
-    datum: dict[str, Any] = {
-        "topic": f"gaze.{method}.{eye_part}.",
-        "norm_pos": [x, y],
-        "confidence": conf,
-        "timestamp": t,
-        "base_data": base,
-    }
-    if method == "3d":
-        datum["gaze_point_3d"] = [(x - 0.5) * 600.0, (0.5 - y) * 400.0, 500.0]
-        centres = {"0": [20.0, 15.0, -20.0], "1": [-40.0, 15.0, -20.0]}
-        if len(eyes) == 2:
-            datum["eye_centers_3d"] = centres
-            datum["gaze_normals_3d"] = {"0": [0.0, 0.0, 1.0], "1": [0.0, 0.0, 1.0]}
-        else:
-            datum["eye_center_3d"] = centres[eye_part]
-            datum["gaze_normal_3d"] = [0.0, 0.0, 1.0]
-    return datum
-
-
-def recording_datums(recording: Recording) -> Iterator[dict[str, Any]]:
-    """Every datum the recording yields, in time order, as Capture would publish it: each gaze
-    sample as ``gaze.<3d|2d>.01.`` (or its eye's topic) followed by one pupil datum per eye, and
-    the recording's blinks as ``blinks`` onset/offset datums. Samples without gaze are skipped:
-    Capture publishes no gaze where it has none."""
-    g = recording.gaze
-    blinks: list[tuple[float, str]] = []
-    if recording.blinks is not None:
-        for s, e in zip(recording.blinks.start.tolist(), recording.blinks.end.tolist(), strict=True):
-            blinks.extend(((s, "onset"), (e, "offset")))
-        blinks.sort()
-    bi = 0
-    unit = "px" if g.diameter_unit == "px" else "mm"
-    columns = (g.t, g.x, g.y, g.confidence, g.diameter, g.eye_id, g.valid)
-    for t, x, y, c, d, eye, valid in zip(*(a.tolist() for a in columns), strict=True):
-        while bi < len(blinks) and blinks[bi][0] <= t:
-            bt, kind = blinks[bi]
-            yield {"topic": "blinks", "type": kind, "timestamp": bt, "confidence": 0.9, "base_data": []}
-            bi += 1
-        if not valid:
-            continue
-        eyes = (0, 1) if eye in (BINOCULAR, UNKNOWN_EYE) else (int(eye),)
-        base = [pupil_datum(e, t, c, x, y, d, unit) for e in eyes]
-        yield gaze_datum(t, x, y, c, eyes, base, unit)
-        yield from base
-
-
-def encode(datum: Mapping[str, Any], pack: Any = None) -> list[bytes]:
-    """The backbone frames of a datum: ``[topic, msgpack(datum)]``."""
-    payload = (pack or msgpack.Packer(use_bin_type=True).pack)(datum)
-    return [str(datum["topic"]).encode(), payload]

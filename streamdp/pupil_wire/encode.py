@@ -1,0 +1,159 @@
+"""Encoding: the datums Capture would publish for a recording, tidy (time order) or as untidy as
+Capture (world-frame bursts, late monocular gaze, blink datums re-published every frame)."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from ..gaze import (
+    BINOCULAR,
+    UNKNOWN_EYE,
+    Recording,
+)
+from .timing import BLINK_HISTORY, MATCHER_LATENESS, WORLD_FPS
+
+
+def pupil_datum(eye: int, t: float, conf: float, x: float, y: float, diameter: float, unit: str) -> dict[str, Any]:
+    """The pupil datum Capture would map a gaze sample from: 3d (``diameter_3d`` mm) for a
+    stream in mm, 2d (``diameter`` px only) otherwise."""
+    method = "3d" if unit == "mm" else "2d"
+    datum: dict[str, Any] = {
+        "topic": f"pupil.{eye}.{method}",
+        "id": eye,
+        "method": "pye3d 0.3.0 real-time" if method == "3d" else "2d c++",
+        "timestamp": t,
+        "confidence": conf,
+        # the eye camera sees the pupil mirrored and offset; a plausible position, not the gaze
+        "norm_pos": [0.5 + 0.3 * (x - 0.5), 0.5 - 0.3 * (y - 0.5)],
+    }
+    if math.isfinite(diameter):
+        datum["diameter_3d" if unit == "mm" else "diameter"] = diameter
+    return datum
+
+
+def gaze_datum(
+    t: float, x: float, y: float, conf: float, eyes: tuple[int, ...], base: list[dict[str, Any]], unit: str
+) -> dict[str, Any]:
+    """A gaze datum with Capture's fields: 3d gaze carries the eye model fields (binocular keyed
+    by the strings ``"0"``/``"1"``, monocular singular), 2d gaze has none."""
+    method = "3d" if unit == "mm" else "2d"
+    eye_part = "01" if len(eyes) == 2 else str(eyes[0])
+    datum: dict[str, Any] = {
+        "topic": f"gaze.{method}.{eye_part}.",
+        "norm_pos": [x, y],
+        "confidence": conf,
+        "timestamp": t,
+        "base_data": base,
+    }
+    if method == "3d":
+        datum["gaze_point_3d"] = [(x - 0.5) * 600.0, (0.5 - y) * 400.0, 500.0]
+        centres = {"0": [20.0, 15.0, -20.0], "1": [-40.0, 15.0, -20.0]}
+        if len(eyes) == 2:
+            datum["eye_centers_3d"] = centres
+            datum["gaze_normals_3d"] = {"0": [0.0, 0.0, 1.0], "1": [0.0, 0.0, 1.0]}
+        else:
+            datum["eye_center_3d"] = centres[eye_part]
+            datum["gaze_normal_3d"] = [0.0, 0.0, 1.0]
+    return datum
+
+
+def recording_datums(recording: Recording) -> Iterator[dict[str, Any]]:
+    """Every datum the recording yields, in time order, as Capture would publish it: each gaze
+    sample as ``gaze.<3d|2d>.01.`` (or its eye's topic) followed by one pupil datum per eye, and
+    the recording's blinks as ``blinks`` onset/offset datums. Samples without gaze are skipped:
+    Capture publishes no gaze where it has none."""
+    g = recording.gaze
+    blinks: list[tuple[float, str]] = []
+    if recording.blinks is not None:
+        for s, e in zip(recording.blinks.start.tolist(), recording.blinks.end.tolist(), strict=True):
+            blinks.extend(((s, "onset"), (e, "offset")))
+        blinks.sort()
+    bi = 0
+    unit = "px" if g.diameter_unit == "px" else "mm"
+    columns = (g.t, g.x, g.y, g.confidence, g.diameter, g.eye_id, g.valid)
+    for t, x, y, c, d, eye, valid in zip(*(a.tolist() for a in columns), strict=True):
+        while bi < len(blinks) and blinks[bi][0] <= t:
+            bt, kind = blinks[bi]
+            yield {"topic": "blinks", "type": kind, "timestamp": bt, "confidence": 0.9, "base_data": []}
+            bi += 1
+        if not valid:
+            continue
+        eyes = (0, 1) if eye in (BINOCULAR, UNKNOWN_EYE) else (int(eye),)
+        base = [pupil_datum(e, t, c, x, y, d, unit) for e in eyes]
+        yield gaze_datum(t, x, y, c, eyes, base, unit)
+        yield from base
+
+
+def capture_datums(
+    recording: Recording, *, monocular_share: float = 0.15, seed: int = 0
+) -> Iterator[tuple[float, dict[str, Any]]]:
+    """The recording's datums as Capture publishes them, each with the Pupil time it leaves:
+    gaze in one burst per world frame (:data:`WORLD_FPS`); monocular gaze (the recording's own,
+    and ``monocular_share`` of binocular samples, which the matcher found no partner for) up to
+    :data:`MATCHER_LATENESS` s behind binocular gaze already sent; each blink's ``onset`` and
+    ``offset`` re-published every frame while the detector's filter would fire, timestamped at the
+    middle of its :data:`BLINK_HISTORY`, the first onset at the blink's start and the last offset
+    at its end. Deterministic for a given ``seed``.
+
+    Examples
+    --------
+    >>> from streamdp.synthetic import generate
+    >>> sent = list(capture_datums(generate(duration=2.0, seed=1).recording))
+    >>> times = [p for p, _ in sent]
+    >>> times == sorted(times), len(set(times)) <= 2.0 * WORLD_FPS + 2
+    (True, True)
+    """
+    g = recording.gaze
+    if not len(g):
+        return
+    t0, frame = float(g.t[0]), 1.0 / WORLD_FPS
+
+    def leaves(t: float) -> float:  # the first world frame at or after t
+        return t0 + math.ceil((t - t0) * WORLD_FPS - 1e-9) * frame
+
+    rng = np.random.default_rng(seed)
+    unmatched = (rng.random(len(g)) < monocular_share).tolist()
+    lag = rng.uniform(0.0, MATCHER_LATENESS - frame, len(g)).tolist()
+    # (leaves at, monocular last within a burst, sequence, datums)
+    queue: list[tuple[float, int, int, list[dict[str, Any]]]] = []
+    if recording.blinks is not None:
+        for s, e in zip(recording.blinks.start.tolist(), recording.blinks.end.tolist(), strict=True):
+            n = max(1, min(round(BLINK_HISTORY / 2 * WORLD_FPS), int((e - s) * WORLD_FPS / 2)))
+            for k in range(n):
+                for kind, ts in (("onset", s + k * frame), ("offset", e - (n - 1 - k) * frame)):
+                    datum = {"topic": "blinks", "type": kind, "timestamp": ts, "confidence": 0.9, "base_data": []}
+                    queue.append((leaves(ts + BLINK_HISTORY / 2), 0, len(queue), [datum]))
+    heapq.heapify(queue)
+    seq = len(queue)
+    unit = "px" if g.diameter_unit == "px" else "mm"
+    columns = (g.t, g.x, g.y, g.confidence, g.diameter, g.eye_id, g.valid)
+    for i, (t, x, y, c, d, eye, valid) in enumerate(zip(*(a.tolist() for a in columns), strict=True)):
+        while queue and queue[0][0] < t:  # nothing still to come can leave before t
+            at, _, _, datums = heapq.heappop(queue)
+            for datum in datums:
+                yield at, datum
+        if not valid:
+            continue
+        binocular = eye in (BINOCULAR, UNKNOWN_EYE)
+        eyes = ((i % 2,) if unmatched[i] else (0, 1)) if binocular else (int(eye),)
+        late = len(eyes) == 1
+        base = [pupil_datum(e, t, c, x, y, d, unit) for e in eyes]
+        datums = [gaze_datum(t, x, y, c, eyes, base, unit), *base]
+        heapq.heappush(queue, (leaves(t + lag[i] if late else t), int(late), seq, datums))
+        seq += 1
+    while queue:
+        at, _, _, datums = heapq.heappop(queue)
+        for datum in datums:
+            yield at, datum
+
+
+def encode(datum: Mapping[str, Any], pack: Any = None) -> list[bytes]:
+    """The backbone frames of a datum: ``[topic, msgpack(datum)]``."""
+    payload = (pack or msgpack.Packer(use_bin_type=True).pack)(datum)
+    return [str(datum["topic"]).encode(), payload]
