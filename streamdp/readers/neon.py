@@ -147,6 +147,13 @@ def _worn(rec: Any, folder: Path, t_ns: NDArray[np.int64]) -> NDArray[np.bool_]:
     return wv[idx] > 0
 
 
+def _mean_of_eyes(left: _F64, right: _F64) -> _F64:
+    """Per sample, the mean of the eyes' diameters that are > 0; NaN where neither is."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a sample with neither eye: NaN, as meant
+        return np.nanmean(np.vstack([np.where(left > 0, left, np.nan), np.where(right > 0, right, np.nan)]), axis=0)
+
+
 def _pupil(rec: Any, folder: Path, t_ns: NDArray[np.int64]) -> tuple[_F64, DiameterUnit]:
     unknown = np.full(t_ns.shape[0], np.nan)
     pairs = _stream_files(folder, "eye_state")
@@ -161,9 +168,7 @@ def _pupil(rec: Any, folder: Path, t_ns: NDArray[np.int64]) -> tuple[_F64, Diame
     check_time_order(where, pt * _NS, first_row=0, noun="sample")
     left = np.asarray(p.data["diameter_left"], dtype=np.float64)
     right = np.asarray(p.data["diameter_right"], dtype=np.float64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a sample with neither eye: NaN, as meant
-        both = np.nanmean(np.vstack([np.where(left > 0, left, np.nan), np.where(right > 0, right, np.nan)]), axis=0)
+    both = _mean_of_eyes(left, right)
     ok = np.isfinite(both)
     if ok.sum() < 2:
         log.warning("%s: the eye_state stream holds no pupil diameter: diameters unknown (NaN, unit 'none')", folder)
@@ -250,9 +255,7 @@ def _cloud_diameters(eye_csv: Path, t_ns: _F64) -> tuple[_F64, DiameterUnit]:
     check_time_order(where, et * _NS)
     left = column(eye_csv, eh, er, "pupil diameter left [mm]")
     right = column(eye_csv, eh, er, "pupil diameter right [mm]")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a row with neither eye: NaN, as meant
-        both = np.nanmean(np.vstack([np.where(left > 0, left, np.nan), np.where(right > 0, right, np.nan)]), axis=0)
+    both = _mean_of_eyes(left, right)
     ok = np.isfinite(both)
     if ok.sum() < 2:
         log.warning("%s: holds no pupil diameter: diameters unknown (NaN, unit 'none')", eye_csv)
