@@ -1,8 +1,8 @@
 """streamdp inside Pupil Capture: sanitized eye-movement features on the IPC backbone.
 
-Install: copy this file into ``~/pupil_capture_settings/plugins/`` and streamdp with its
-dependencies beside it (bundled Capture ships its own Python; see the README), then enable
-"StreamDP" in Capture's plugin manager.
+Install: ``streamdp install-plugin ~/pupil_capture_settings/plugins`` copies this file and the part
+of streamdp it imports (one ``streamdp`` folder; numpy, scipy, pyzmq and msgpack are Capture's own)
+after checking the target's Python and numpy, then enable "StreamDP" in Capture's plugin manager.
 
 The plugin is a thin shell around a :class:`streamdp.session.Session`, the same core the relay,
 the Neon relay and ``replay`` run: its settings become a :class:`streamdp.config.SessionConfig`,
@@ -19,15 +19,41 @@ interface), never the backbone.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from plugin import Plugin  # Capture's plugin base class, importable inside Capture
 
-from streamdp.config import SessionConfig
-from streamdp.privacy.mechanisms import MECHANISMS
-from streamdp.privacy.release import PrivateRelease, check_sealed
-from streamdp.session import Session
-from streamdp.status import SessionStatus, StatusEvent, check_status
+#: what streamdp needs of the Python and the numpy Capture runs it in; ``streamdp install-plugin``
+#: reads these two lines and refuses an older target
+REQUIRED_PYTHON = (3, 10)
+REQUIRED_NUMPY = (1, 24)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:2])
+
+
+def _check_host() -> None:
+    """Refuse to load in a Capture whose numpy is older than streamdp needs: Capture logs the
+    message as ``Failed to load 'streamdp_capture'. Reason: ...`` and goes on without the plugin.
+    The numpy Capture has already imported is the one the plugin gets, whatever the folder holds."""
+    import numpy
+
+    if _version(numpy.__version__) < REQUIRED_NUMPY:
+        raise ImportError(
+            f"streamdp needs numpy >= {'.'.join(map(str, REQUIRED_NUMPY))}; this Capture runs numpy "
+            f"{numpy.__version__}: run `streamdp relay` beside Capture instead"
+        )
+
+
+_check_host()
+
+from streamdp.config import DEFAULT_EPSILON, SessionConfig  # noqa: E402 (after the host check)
+from streamdp.privacy.mechanisms import MECHANISMS  # noqa: E402
+from streamdp.privacy.release import PrivateRelease, check_sealed  # noqa: E402
+from streamdp.session import Session  # noqa: E402
+from streamdp.status import SessionStatus, StatusEvent, check_status  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +145,7 @@ class StreamDP(Plugin):
     def __init__(
         self,
         g_pool: Any,
-        epsilon: float = 1.0,
+        epsilon: float = DEFAULT_EPSILON,
         chunk_length: int = 64,
         mechanism: str = "dcfpa",
         k: int | None = None,
@@ -180,6 +206,12 @@ class StreamDP(Plugin):
         if self._clock_was_set():  # `T` sets the clock without a notification: noticed here, every frame
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
         self.session.receive_datums(events.get("gaze", []), events.get("blinks", []))
+        # the public schedule: a chunk whose deadline passed goes out with the first world frame
+        # after it, whether or not gaze came (the frame's timestamp is Pupil time)
+        now = getattr(events.get("frame"), "timestamp", None)
+        due = self.session.next_deadline
+        if isinstance(now, float) and due is not None and now > due:
+            self.session.advance_to(now)
         out = self.sink.take()
         if out:
             events.setdefault("streamdp", []).extend(out)
@@ -216,7 +248,7 @@ class StreamDP(Plugin):
             return f"budget spent: ε {s.epsilon_spent:g} of {cfg.budget:g} ({cfg.unit}); nothing more is released"
         return (
             f"{s.released} chunks released, ε spent {s.epsilon_spent:g} "
-            f"({cfg.mechanism}, {cfg.epsilon:g}/feature/chunk)"
+            f"({cfg.mechanism}, ε {self.epsilon:g} per chunk)"
             + (f"; {self.invalid} datums skipped" if self.invalid else "")
             + (f"; error: {self.error}" if self.error else "")
         )
@@ -229,7 +261,7 @@ class StreamDP(Plugin):
         if ui is None:
             return
         self.menu.append(ui.Info_Text("Sanitized eye-movement features on streamdp.features.*"))
-        self.menu.append(ui.Slider("epsilon", self, min=0.1, max=50.0, label="ε per feature per chunk"))
+        self.menu.append(ui.Slider("epsilon", self, min=1.0, max=500.0, label="ε per chunk (all features)"))
         self.menu.append(ui.Selector("chunk_length", self, selection=[32, 64, 128], label="Chunk length"))
         self.menu.append(ui.Selector("mechanism", self, selection=list(MECHANISMS), label="Mechanism"))
         self.menu.append(ui.Text_Input("status", self, label="Status", setter=lambda _: None))

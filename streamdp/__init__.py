@@ -21,7 +21,7 @@ Examples
 >>> sink = streamdp.CollectingSink()
 >>> releases = streamdp.Session(config, sinks=[sink]).run(generate(duration=60.0, seed=1).recording)
 >>> len(sink.releases), releases[0].ledger["generator"]
-(1, 'cryptographic')
+(1, 'reproducible, not private')
 """
 
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,7 @@ from .privacy import (
     LPA,
     MECHANISMS,
     BoundsProfile,
+    DCFPABozkir,
     HeatmapGaussian,
     HeatmapLaplace,
     Mechanism,
@@ -93,6 +94,7 @@ __all__ = [
     "BudgetExhausted",
     "ChunkPrivatizer",
     "CollectingSink",
+    "DCFPABozkir",
     "EventBatch",
     "EventConfig",
     "EventDetector",

@@ -28,18 +28,24 @@ from .errors import InputError
 from .kernels.geometry import CAMERA_FOV_DEG
 from .pipeline import ChunkPrivatizer, FeaturePipeline, PrivatePipeline
 from .privacy.accountant import UNITS, PrivacyUnit
-from .privacy.bounds import BoundsProfile, default_profile
+from .privacy.bounds import WEIGHTS_PROFILES, BoundsProfile, default_profile, weights_profile
 from .privacy.mechanisms import MECHANISMS, Mechanism, make_mechanism
 from .privacy.noise import secure_generator
+from .privacy.randomness import RandomSource
+from .privacy.reach import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
+from .signals import DEFAULT_SIGNAL, SIGNALS
 from .stages.events import EventConfig
 from .stages.features import WindowConfig
+
+#: ε of one chunk, all features together, when the configuration gives none
+DEFAULT_EPSILON = 10.0
 
 #: the scene camera when neither the configuration nor the source names one
 DEFAULT_CAMERA = "pupil_core_720p"
 
 _EVENTS = EventConfig()
 #: EventConfig fields that SessionConfig holds under the same name
-EVENT_FIELDS = tuple(f.name for f in fields(EventConfig) if f.name not in ("fov_deg", "blink_source", "segment_gap"))
+EVENT_FIELDS = tuple(f.name for f in fields(EventConfig) if f.name not in ("fov_deg", "blink_source"))
 
 
 def _opt(default: Any, help: str, group: str, **cli: Any) -> Any:
@@ -63,8 +69,9 @@ class SessionConfig:
     Examples
     --------
     >>> cfg = SessionConfig(mechanism="dcfpa", epsilon=2.0, chunk_length=32)
-    >>> cfg.mechanism_instance().describe()["epsilon_per_feature"], cfg.event_config().fov_deg
-    (2.0, (99.0, 53.0))
+    >>> d = cfg.mechanism_instance().describe()
+    >>> d["epsilon"], round(d["epsilon_per_feature"], 4), cfg.event_config().fov_deg
+    (2.0, 0.0385, (99.0, 53.0))
     >>> SessionConfig(mechanism="lpa", k=3).check()
     Traceback (most recent call last):
     ...
@@ -73,21 +80,53 @@ class SessionConfig:
 
     # privacy
     mechanism: str = _opt("dcfpa", "mechanism", "privacy", choices=tuple(MECHANISMS))
-    epsilon: float = _opt(1.0, "ε per feature per chunk", "privacy")
-    chunk_length: int = _opt(64, "steps per chunk, a power of two", "privacy")
+    epsilon: float | None = _opt(
+        None,
+        f"ε of one chunk, all features together, split by the weights (default {DEFAULT_EPSILON:g})",
+        "privacy",
+    )
+    epsilon_per_feature: float | None = _opt(
+        None, "ε of each feature per chunk instead of a total (the papers' convention)", "privacy"
+    )
+    # also a features option: steps are computed at each chunk's deadline
+    chunk_length: int = _opt(64, "steps per chunk, a power of two", "privacy", also=("features",))
     transform: str | None = _opt(None, "dcfpa/cfpa: transform (default dft)", "privacy", choices=("dft", "dct"))
     k: int | str | None = _opt(
         None, "dcfpa/cfpa: coefficients kept, or 'private' (default: the public default)", "privacy"
     )
     sensitivity: str | None = _opt(
-        None, "dcfpa/cfpa: sensitivity (default bound)", "privacy", choices=("bound", "tight")
+        None,
+        "dcfpa/cfpa: sensitivity (default: the mechanism's)",
+        "privacy",
+        choices=("bound", "tight", "reachable"),
+    )
+    level_share: float | None = _opt(None, "dcfpa: share of each feature's ε spent on the chunk's level", "privacy")
+    weights: str = _opt(
+        "equal", "how the ε of a chunk is split over the features", "privacy", choices=WEIGHTS_PROFILES
     )
     bounds: str | None = _opt(None, "bounds profile, TOML or JSON (default: the shipped profile)", "privacy")
     unit: str = _opt("chunk", "unit of privacy", "privacy", choices=UNITS)
     budget: float | None = _opt(None, "ε budget of the w-event or session unit", "privacy")
     w: int | None = _opt(None, "w of the w-event unit", "privacy")
-    seed: int | None = _opt(None, "noise seed for reproducible research (default: OS entropy)", "privacy")
+    seed: int | None = _opt(
+        None, "noise seed: reproducible, not private (research and tests; default: OS entropy)", "privacy"
+    )
+    identity: str | None = _opt(
+        None,
+        "whose budget this is, e.g. alice@headset1: ε spent is kept on this device across restarts (session/w-event)",
+        "privacy",
+    )
+    ledger_dir: str | None = _opt(
+        None, "folder of the durable ledgers (default ~/.local/state/streamdp/ledgers)", "privacy"
+    )
     # features
+    signal: str = _opt(
+        DEFAULT_SIGNAL,
+        "input signal: sets the units, diameter unit, I-DT dispersion, large-saccade threshold and "
+        "bounds that are left at their defaults",
+        "features",
+        choices=tuple(SIGNALS),
+    )
     window: float = _opt(30.0, "window length in s", "features")
     step: float = _opt(0.5, "step in s (PrivacEye used 1)", "features")
     camera: str = _opt(
@@ -115,6 +154,11 @@ class SessionConfig:
     max_dispersion: float = _opt(_EVENTS.max_dispersion, "I-DT dispersion threshold (deg or norm)", "features")
     min_fixation_duration: float = _opt(_EVENTS.min_fixation_duration, "shortest fixation in s", "features")
     max_fixation_duration: float | None = _opt(None, "longest fixation in s (default: uncut)", "features")
+    max_event_duration: float = _opt(
+        DEFAULT_MAX_EVENT_DURATION,
+        "public block length in s: no event spans a multiple of it (bounds how far one raw sample reaches)",
+        "features",
+    )
     large_saccade: float = _opt(_EVENTS.large_saccade, "amplitude of a large saccade (deg or norm)", "features")
     max_sample_gap: float = _opt(_EVENTS.max_sample_gap, "s without a usable sample that end a fixation", "features")
     max_saccade_interval: float = _opt(
@@ -127,10 +171,27 @@ class SessionConfig:
     max_blink_duration: float = _opt(_EVENTS.max_blink_duration, "longest blink in s", "features")
     # live
     reorder_window: float = _opt(0.1, "s of live gaze held back to put it in time order", "live")
+    deadline_slack: float = _opt(
+        DEFAULT_DEADLINE_SLACK,
+        "s after a chunk's last step (plus the reorder window) at which it is released with what is known",
+        "live",
+    )
 
     def __post_init__(self) -> None:
-        if isinstance(self.bounds, os.PathLike):
-            object.__setattr__(self, "bounds", os.fspath(self.bounds))
+        if self.signal in SIGNALS:
+            # a signal sets what the user left at its default (scene-deg's values)
+            defaults = {f.name: f.default for f in fields(self)}
+            for name, value in SIGNALS[self.signal].settings.items():
+                if getattr(self, name) == defaults[name]:
+                    object.__setattr__(self, name, value)
+        for name in ("bounds", "ledger_dir"):
+            if isinstance(getattr(self, name), os.PathLike):
+                object.__setattr__(self, name, os.fspath(getattr(self, name)))
+        if self.epsilon is not None and self.epsilon_per_feature is not None:
+            raise ValueError(
+                f"give epsilon (a chunk's total, {self.epsilon!r}) or epsilon_per_feature "
+                f"({self.epsilon_per_feature!r}), not both"
+            )
         if self.bounds is not None and not isinstance(self.bounds, str):
             raise TypeError(f"bounds must be the path of a bounds profile or None, got {self.bounds!r}")
         for f in fields(self):
@@ -138,9 +199,9 @@ class SessionConfig:
             choices = f.metadata.get("choices")
             if choices is not None and value is not None and value not in choices:
                 raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
-        for name in ("epsilon", "window", "step", "reorder_window"):
+        for name in ("window", "step", "reorder_window", "max_event_duration", "deadline_slack"):
             _check_real(name, getattr(self, name))
-        for name in ("budget", *EVENT_FIELDS):
+        for name in ("epsilon", "epsilon_per_feature", "level_share", "budget", *EVENT_FIELDS):
             value = getattr(self, name)
             if name != "units" and value is not None:
                 _check_real(name, value)
@@ -150,8 +211,12 @@ class SessionConfig:
                 raise TypeError(f"{name} must be an int, got {v!r}")
         if self.k is not None and self.k != "private" and (isinstance(self.k, bool) or not isinstance(self.k, int)):
             raise TypeError(f"k must be an int or 'private', got {self.k!r}")
-        if self.reorder_window < 0 or not math.isfinite(self.reorder_window):
-            raise ValueError(f"reorder_window must be finite and ≥ 0, got {self.reorder_window!r}")
+        for name in ("reorder_window", "deadline_slack"):
+            value = getattr(self, name)
+            if value < 0 or not math.isfinite(value):
+                raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
+        if not (self.max_event_duration > 0 and math.isfinite(self.max_event_duration)):
+            raise ValueError(f"max_event_duration must be finite and > 0, got {self.max_event_duration!r}")
         # the cheap parts validate now; the mechanism (maybe costly) in check()
         self.window_config()
         self.event_config()
@@ -168,29 +233,38 @@ class SessionConfig:
     def event_config(self, source_camera: str | None = None) -> EventConfig:
         """The detector's thresholds: every :class:`EventConfig` field is a field of this
         configuration by the same name, but the camera (→ ``fov_deg``), ``blinks`` (→
-        ``blink_source``) and the window (→ ``segment_gap``: windows restart after a gap)."""
+        ``blink_source``)."""
         same = {name: getattr(self, name) for name in EVENT_FIELDS}
         return EventConfig(
             fov_deg=CAMERA_FOV_DEG[self.camera_for(source_camera)],
             blink_source=self.blinks,  # type: ignore[arg-type]
-            segment_gap=self.window,
             **same,
         )
 
     def window_config(self) -> WindowConfig:
-        return WindowConfig(self.window, self.step)
+        """The windows on the public schedule: steps computed at each chunk's deadline, so that
+        local feature rows equal what the private pipeline sanitizes."""
+        return WindowConfig(self.window, self.step, self.max_event_duration, self.chunk_length, self.deadline_slack)
 
     def privacy_unit(self) -> PrivacyUnit:
-        return PrivacyUnit(self.unit, w=self.w, budget=self.budget)
+        return PrivacyUnit(
+            self.unit, w=self.w, budget=self.budget, identity=self.identity, ledger_dir=self.ledger_dir
+        )
 
     def bounds_profile(self) -> BoundsProfile:
-        return _bounds(self.bounds)
+        """The bounds (the shipped profile or the configured file) with the configured weights;
+        a file's own per-feature weights are kept when ``weights`` is the default."""
+        return _bounds(self.bounds, self.signal, self.weights)
 
     def mechanism_params(self) -> dict[str, Any]:
         """The mechanism parameters a user set: the others keep the mechanism's defaults, and a
         parameter the mechanism does not take is refused by it, never dropped."""
-        params: dict[str, Any] = {"epsilon": self.epsilon, "chunk_length": self.chunk_length}
-        for name in ("transform", "k", "sensitivity"):
+        params: dict[str, Any] = {"chunk_length": self.chunk_length}
+        if self.epsilon_per_feature is not None:
+            params["epsilon_per_feature"] = self.epsilon_per_feature
+        else:
+            params["epsilon"] = DEFAULT_EPSILON if self.epsilon is None else self.epsilon
+        for name in ("transform", "k", "sensitivity", "level_share"):
             if getattr(self, name) is not None:
                 params[name] = getattr(self, name)
         return params
@@ -210,9 +284,9 @@ class SessionConfig:
         self.mechanism_instance()
         return self
 
-    def rng(self, seed: int | None = None) -> np.random.Generator:
-        """A cryptographic generator seeded by ``seed`` (default: the configured seed; None: OS
-        entropy)."""
+    def rng(self, seed: int | None = None) -> RandomSource:
+        """The noise's random source: bits from the OS CSPRNG when neither ``seed`` nor the
+        configured seed is set; else a seeded source, reproducible and not private."""
         return secure_generator(self.seed if seed is None else seed)
 
     def feature_pipeline(self, source_camera: str | None = None) -> FeaturePipeline:
@@ -231,7 +305,13 @@ class SessionConfig:
 
     def chunk_privatizer(self, seed: int | None = None) -> ChunkPrivatizer:
         """Feature rows → sanitized releases (rows computed once, sanitized many ways)."""
-        return ChunkPrivatizer(self.mechanism_instance(), self.privacy_unit(), self.rng(seed), self.window_config())
+        return ChunkPrivatizer(
+            self.mechanism_instance(),
+            self.privacy_unit(),
+            self.rng(seed),
+            self.window_config(),
+            max_saccade_interval=self.max_saccade_interval,
+        )
 
     def describe(self) -> dict[str, Any]:
         """Every field as plain values (for ledgers and summaries); :meth:`from_mapping` reads it back."""
@@ -314,7 +394,7 @@ class SessionConfig:
         >>> for line in SessionConfig(epsilon=0.5).to_toml().splitlines():
         ...     if line.startswith(("epsilon", "# transform")):
         ...         print(line)
-        epsilon = 0.5  # ε per feature per chunk
+        epsilon = 0.5  # ε of one chunk, all features together, split by the weights (default 10)
         # transform: unset (dcfpa/cfpa: transform (default dft))
         """
         lines = ["# streamdp session configuration (SessionConfig.from_toml reads it)"]
@@ -379,8 +459,12 @@ def _check_real(name: str, value: object) -> None:
 
 
 @lru_cache(maxsize=32)
-def _bounds(path: str | None) -> BoundsProfile:
-    return BoundsProfile.load(path) if path else default_profile()
+@lru_cache(maxsize=16)
+def _bounds(path: str | None, signal: str, weights: str) -> BoundsProfile:
+    if not path and signal == DEFAULT_SIGNAL:
+        return default_profile(weights)
+    profile = BoundsProfile.load(path) if path else SIGNALS[signal].bounds_profile()
+    return profile if weights == "equal" else profile.with_weights(weights_profile(weights), weights)
 
 
 @lru_cache(maxsize=32)

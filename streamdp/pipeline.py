@@ -15,12 +15,14 @@ import numpy as np
 from .gaze import BlinkEvents, GazeBatch, Recording
 from .privacy.accountant import PrivacyUnit
 from .privacy.mechanisms import Mechanism
+from .privacy.randomness import RandomSource
+from .privacy.reach import DEFAULT_MAX_SACCADE_INTERVAL
 from .privacy.release import PrivateRelease
 from .stages.base import Stage
 from .stages.chunker import Chunker
 from .stages.events import EventConfig, EventDetector
 from .stages.features import FeatureRows, WindowConfig, WindowFeatures
-from .stages.privatizer import Privatizer
+from .stages.privatizer import Privatizer, check_mechanism
 
 #: what ``run()`` takes: a recording, a batch of gaze (no blink events), or a recording's path
 RecordingSource: TypeAlias = Recording | GazeBatch | str | os.PathLike[str]
@@ -88,16 +90,19 @@ def _batches(
 class FeaturePipeline(Stage[GazeBatch, FeatureRows]):
     """Streaming gaze → 52 features every step (stage contract: update / flush / reset).
 
-    The event detector's segment gap is the window length: after a gap longer than a window,
-    windows restart and nothing is computed across the gap.
+    Steps lie on the public grid; gaps do not restart the windows. With ``window.chunk_length``
+    set (the private pipeline), the pipeline keeps the public release schedule
+    (:mod:`streamdp.stages.schedule`): when the data clock passes a chunk's deadline it computes
+    that chunk's steps with what is known, whatever the gaze still holds open. Batches are cut at
+    deadlines so that the result never depends on how the input was split.
 
     Examples
     --------
     >>> from streamdp.synthetic import generate
     >>> rec = generate(duration=40.0, rate=120.0, seed=1).recording
     >>> rows = FeaturePipeline().run(rec)
-    >>> rows.values.shape
-    (20, 52)
+    >>> rows.values.shape, float(rows.t[0])  # the synthetic clock starts at 1000 s
+    ((20, 52), 1030.0)
     """
 
     def __init__(self, events: EventConfig | None = None, window: WindowConfig | None = None) -> None:
@@ -106,25 +111,75 @@ class FeaturePipeline(Stage[GazeBatch, FeatureRows]):
         if window is not None and not isinstance(window, WindowConfig):
             raise TypeError(f"window must be a WindowConfig, got {type(window).__name__}")
         self.window_config = window or WindowConfig()
-        cfg = events or EventConfig()
-        self.event_config = replace(cfg, segment_gap=self.window_config.window)
-        self.detector = EventDetector(self.event_config)
+        self.event_config = events or EventConfig()
+        self.schedule = self.window_config.schedule()
+        self.detector = EventDetector(self.event_config, max_event_duration=self.window_config.max_event_duration)
         self.features = WindowFeatures(self.window_config)
+        self._chunk: int | None = None  # the next chunk slot to compute at its deadline
+        self._clock = -np.inf
+        self.reset()
 
     def update(self, item: GazeBatch, /, blinks: BlinkEvents | None = None) -> FeatureRows:
-        return self.features.update(self.detector.update(item, blinks))
+        batch = item
+        out: list[FeatureRows] = []
+        if len(batch) and self._chunk is None and self.schedule is not None:
+            self._chunk = self.schedule.first_chunk(float(batch.t[0]))
+        while self._chunk is not None and len(batch) and batch.t[-1] > self._deadline():
+            cut = int(np.searchsorted(batch.t, self._deadline(), side="right"))
+            out.append(self.features.update(self.detector.update(batch.slice(0, cut), blinks)))
+            blinks = None
+            out.append(self._compute_chunk())
+            batch = batch.slice(cut, len(batch))
+        out.append(self.features.update(self.detector.update(batch, blinks)))
+        if len(batch):
+            self._clock = max(self._clock, float(batch.t[-1]))
+        return FeatureRows.concat(out)
+
+    def advance(self, clock: float) -> FeatureRows:
+        """No gaze up to ``clock`` (data time) remains to come: compute every chunk whose
+        deadline is before it, with what is known, and what the watermark allows."""
+        out: list[FeatureRows] = []
+        while self._chunk is not None and clock > self._deadline():
+            out.append(self._compute_chunk())
+        out.append(self.features.update(self.detector.advance(clock)))
+        self._clock = max(self._clock, clock)
+        return FeatureRows.concat(out)
+
+    def _deadline(self) -> float:
+        assert self.schedule is not None and self._chunk is not None
+        return self.schedule.deadline(self._chunk)
+
+    @property
+    def next_deadline(self) -> float | None:
+        """Data time at which the next chunk is computed (public: the schedule's), or None
+        before the first gaze and for local rows without chunks."""
+        if self.schedule is None or self._chunk is None:
+            return None
+        return self._deadline()
+
+    def _compute_chunk(self) -> FeatureRows:
+        assert self.schedule is not None and self._chunk is not None
+        rows = self.features.update(self.detector.advance(self._deadline()))
+        last = self.schedule.step_time(self.schedule.last_step(self._chunk))
+        self._chunk += 1
+        return FeatureRows.concat([rows, self.features.emit_until(last)])
 
     def flush(self) -> FeatureRows:
+        """End of stream at the data clock's time: every step up to it is computed."""
         rows = self.features.update(self.detector.flush())
-        return FeatureRows.concat([rows, self.features.flush()])
+        rows = FeatureRows.concat([rows, self.features.emit_until(self._clock), self.features.flush()])
+        self.reset()
+        return rows
 
     def reset(self) -> None:
         self.detector.reset()
         self.features.reset()
+        self._chunk = None
+        self._clock = -np.inf
 
     def restart(self) -> FeatureRows:
         """The source restarted (e.g. Pupil Capture did, and its clock with it): finish what the
-        data allow, then start a new segment with the next batch."""
+        data allow, then start a new stream with the next batch."""
         return self.flush()
 
     def run(self, recording: RecordingSource, batch_size: int | None = None) -> FeatureRows:
@@ -156,12 +211,23 @@ class ChunkPrivatizer(Stage[FeatureRows, "list[PrivateRelease]"]):
         self,
         mechanism: Mechanism,
         unit: PrivacyUnit | None = None,
-        rng: np.random.Generator | None = None,
+        rng: RandomSource | None = None,
         window: WindowConfig | None = None,
+        *,
+        max_saccade_interval: float = DEFAULT_MAX_SACCADE_INTERVAL,
     ) -> None:
         wc = window or WindowConfig()
         # the privatizer first: it refuses a wrong mechanism, unit or generator with a TypeError
-        self.privatizer = Privatizer(mechanism, unit, rng, wc.window, wc.step)
+        self.privatizer = Privatizer(
+            mechanism,
+            unit,
+            rng,
+            wc.window,
+            wc.step,
+            max_event_duration=wc.max_event_duration,
+            deadline_slack=wc.deadline_slack,
+            max_saccade_interval=max_saccade_interval,
+        )
         self.chunker = Chunker(mechanism.chunk_length, wc.step)
 
     def update(self, item: FeatureRows, /) -> list[PrivateRelease]:
@@ -194,18 +260,37 @@ class PrivatePipeline(Stage[GazeBatch, "list[PrivateRelease]"]):
         self,
         mechanism: Mechanism,
         unit: PrivacyUnit | None = None,
-        rng: np.random.Generator | None = None,
+        rng: RandomSource | None = None,
         events: EventConfig | None = None,
         window: WindowConfig | None = None,
     ) -> None:
-        self.features = FeaturePipeline(events, window)
-        self.sanitizer = ChunkPrivatizer(mechanism, unit, rng, self.features.window_config)
+        wc = window or WindowConfig()
+        if wc.chunk_length is None:
+            # the privatizer refuses anything but a registered mechanism: ask it first
+            check_mechanism(mechanism)
+            wc = replace(wc, chunk_length=mechanism.chunk_length)
+        elif wc.chunk_length != mechanism.chunk_length:
+            raise ValueError(
+                f"window.chunk_length ({wc.chunk_length}) differs from the mechanism's ({mechanism.chunk_length})"
+            )
+        self.features = FeaturePipeline(events, wc)
+        self.sanitizer = ChunkPrivatizer(
+            mechanism,
+            unit,
+            rng,
+            self.features.window_config,
+            max_saccade_interval=self.features.event_config.max_saccade_interval,
+        )
         self.chunker = self.sanitizer.chunker
         self.privatizer = self.sanitizer.privatizer
         self._kept_rows: list[FeatureRows] | None = None
 
     def update(self, item: GazeBatch, /, blinks: BlinkEvents | None = None) -> list[PrivateRelease]:
         return self._release(self.features.update(item, blinks))
+
+    def advance(self, clock: float) -> list[PrivateRelease]:
+        """No gaze up to ``clock`` remains to come: release every chunk whose deadline passed."""
+        return self._release(self.features.advance(clock))
 
     def flush(self) -> list[PrivateRelease]:
         return self._release(self.features.flush()) + self.sanitizer.flush()

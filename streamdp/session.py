@@ -17,8 +17,9 @@ so that the same gaze gives the same releases whichever way it arrives.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ import numpy as np
 from .config import SessionConfig
 from .errors import BudgetExhausted, InputError
 from .gaze import BlinkEvents, DiameterUnit, GazeBatch, GazeColumns, Recording, choose_diameter_unit
-from .pipeline import RecordingSource, as_recording
+from .pipeline import FeaturePipeline, RecordingSource, as_recording
 from .privacy.release import PrivateRelease
 from .pupil_wire import GazeDecoder
 from .sinks import ReleaseSink
@@ -47,6 +48,8 @@ class SessionCounters:
     malformed: int = 0
     invalid: int = 0
     late: int = 0
+    #: messages a live shell discarded undecoded because it fell behind (a flood)
+    shed: int = 0
     released: int = 0
     #: steps dropped in streams already reset (the chunker counts the current one)
     dropped_before: int = 0
@@ -127,6 +130,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         self.counters = SessionCounters()
         self.decoder = GazeDecoder()
         self._said_exhausted = False
+        self._last_clipped = 0.0
         self._order = ReorderBuffer(config.reorder_window) if reorder else None
         self._given = config.blinks == "given"
         #: called with each release before the sinks get it (latency measurements)
@@ -155,9 +159,69 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         if self._order is None:
             return self._feed(item)
         late = self._order.late
-        fresh = self._order.update(item)
+        self._order.hold(item)
         self.counters.late += self._order.late - late
-        return out + self._feed(fresh)
+        if self._order.clock - self._order.window < self._feed_at:
+            # nothing can be emitted before the ordered gaze reaches the next step or deadline:
+            # the stages run once per step, not once per burst (their output is split-invariant)
+            return out
+        return out + self._feed(self._order.release()) + self._advance_pipeline()
+
+    def advance_to(self, t_source: float) -> list[PrivateRelease]:
+        """The source's clock reached ``t_source`` (Pupil time), with or without gaze: every
+        chunk whose deadline (last step + reorder window + slack) has passed is released now with
+        what is known, whatever the gaze did. Live shells call it from a wall-clock timer mapped
+        to the source's clock; a recording needs no call (its samples move the clock). Returns
+        the releases it made (already handed to the sinks).
+
+        Raises
+        ------
+        TypeError
+            ``t_source`` is not a number.
+        """
+        if isinstance(t_source, bool) or not isinstance(t_source, (int, float, np.integer, np.floating)):
+            raise TypeError(f"t_source must be a number, got {t_source!r}")
+        t = float(t_source)
+        held = self._decoded()  # what the decoder holds comes first
+        if held:
+            return held + self.advance_to(t)
+        if self._order is None:
+            out = self._guarded(lambda: self.pipeline.advance(t))
+            self._after(out)
+            return out
+        return self._feed(self._order.advance(t)) + self._advance_pipeline()
+
+    @property
+    def newest_gaze(self) -> float | None:
+        """Source time of the newest gaze received live (None before any, or for a recording)."""
+        if self._order is None or not math.isfinite(self._order.clock):
+            return None
+        return self._order.clock
+
+    @property
+    def next_deadline(self) -> float | None:
+        """Source time (Pupil time) at which the next chunk is due: its last step + the reorder
+        window + the slack; None before the first gaze. A live shell calls :meth:`advance_to`
+        once its clock passes it, so the release happens at this public time whatever the gaze
+        did."""
+        due = self.pipeline.features.next_deadline
+        if due is None or self._order is None:
+            return due
+        return due + self._order.window
+
+    def _advance_pipeline(self) -> list[PrivateRelease]:
+        assert self._order is not None
+        clock = self._order.released_until
+        out = self._guarded(lambda: self.pipeline.advance(clock))
+        self._after(out)
+        # the next time the ordered gaze can make a step or a chunk: the next grid step after
+        # the clock, or the next chunk's deadline if sooner
+        step = self.config.step
+        self._feed_at = (math.floor(clock / step) + 1) * step if math.isfinite(clock) else -math.inf
+        due = self.pipeline.features.next_deadline
+        if due is not None:
+            self._feed_at = min(self._feed_at, due)
+        return out
 
     def flush(self) -> list[PrivateRelease]:
         """End of stream: everything held is fed, the windows finish; a partial chunk is dropped."""
@@ -165,6 +229,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         out = self._decoded() + self._drain()  # each already handed to the sinks by _feed
         tail = self._guarded(self.pipeline.flush)
         self._after(tail)
+        self._feed_at = -math.inf  # the pipeline starts afresh: the next gaze goes straight in
         return out + tail
 
     def reset(self) -> None:
@@ -176,6 +241,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         if self._order is not None:
             self._order.reset()
         self._blinks: list[BlinkEvents] = []
+        self._feed_at = -math.inf  # the ordered gaze's time at which the stages next run
         self._unit: DiameterUnit | None = None if self.config.diameter_unit == "auto" else self.config.diameter_unit  # type: ignore[assignment]
 
     # ------------------------------------------------------------- shells' entry points
@@ -183,11 +249,29 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
     def receive_frames(self, messages: Iterable[Sequence[bytes]]) -> list[PrivateRelease]:
         """Backbone messages ``[topic, msgpack payload, …]`` of gaze and blinks (the relay)."""
         n = 0
+        add = self.decoder.add_frames
         for frames in messages:
-            self.decoder.add_frames(frames)
+            add(frames)
             n += 1
         self.counters.received += n
+        self._count_bad()
+        if self._can_wait():
+            return []
         return self._decoded()
+
+    #: decoded gaze held at most before it goes to the reorder buffer (bounds memory)
+    MAX_PENDING = 4096
+
+    def _can_wait(self) -> bool:
+        """Whether decoded gaze may stay in the decoder's columns: the stages could emit nothing
+        from it yet (it does not reach the next step or deadline), the clock did not go back,
+        and no blink came. Per burst the relay then only decodes."""
+        dec, order = self.decoder, self._order
+        if order is None or dec.pending_blinks or dec.pending >= self.MAX_PENDING:
+            return False
+        if dec.pending_oldest < order.released_until - order.restart_after:
+            return False  # a clock that went back: a new segment, now
+        return max(order.clock, dec.pending_newest) - order.window < self._feed_at
 
     def receive(
         self, gaze: GazeColumns, blinks: BlinkEvents | None = None, *, invalid: int = 0
@@ -255,12 +339,14 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             malformed=c.malformed,
             invalid=c.invalid,
             late=c.late,
+            shed=c.shed,
             released=c.released,
             dropped_steps=self.dropped_steps,
             reconnects=c.reconnects,
             restarts=c.restarts,
             epsilon_spent=float(self.pipeline.privatizer.accountant.spent),
             budget_exhausted=self.exhausted,
+            clipped_fraction=self._last_clipped,
             mechanism=self.config.mechanism,
             subscribers=subscribers,
             event=event,
@@ -298,7 +384,9 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             batch = self._to_batch(GazeColumns.from_batch(rec.gaze))
         finally:
             self._unit = unit
-        pipeline = self.config.feature_pipeline(self.camera)
+        # the session's own schedule, so that the rows are those its releases were made of
+        window = replace(self.config.window_config(), chunk_length=self.config.chunk_length)
+        pipeline = FeaturePipeline(self.config.event_config(self.camera), window)
         rows = pipeline.update(batch, rec.blinks if self._given else None)
         return FeatureRows.concat([rows, pipeline.flush()])
 
@@ -312,11 +400,14 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         if self._given and recording.blinks is None:
             raise InputError(f"{recording.name}: blinks 'given', but the recording has no blink events")
 
-    def _decoded(self) -> list[PrivateRelease]:
+    def _count_bad(self) -> None:
         dec, c = self.decoder, self.counters
         c.malformed, dec.malformed = c.malformed + dec.malformed, 0
         c.invalid, dec.invalid = c.invalid + dec.invalid, 0
-        cols, blinks = dec.take()
+
+    def _decoded(self) -> list[PrivateRelease]:
+        self._count_bad()
+        cols, blinks = self.decoder.take()
         if not len(cols) and blinks is None:
             return []
         return self.update(cols, blinks)
@@ -327,6 +418,8 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         return self._feed(self._order.flush())
 
     def _feed(self, cols: GazeColumns) -> list[PrivateRelease]:
+        if self.exhausted:
+            return []  # the budget is spent: nothing more is computed, let alone released
         blinks = _concat_blinks(self._blinks) if self._given else None
         if not len(cols) and blinks is None:
             return []
@@ -361,6 +454,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             for sink in self.sinks:
                 sink.publish(rel)
             self.counters.released += 1
+            self._last_clipped = rel.clipped_fraction  # local: the status socket, never a release
         if self.exhausted and not self._said_exhausted:
             self._said_exhausted = True
             log.warning("%s", self.pipeline.privatizer.exhausted_message)

@@ -1,7 +1,11 @@
 """A session's status as a typed record: counters, the budget, and one event from a fixed set.
 
-A status is published next to the releases, so it has no free-text field: whatever a sink sends
-is one of these typed fields, checked when the record is made and again when a subscriber reads it.
+The counters and the clip rate are raw functions of the gaze (how many samples were invalid or
+late, whether a gap restarted the windows, how much was clipped): a status stays on the device.
+It goes to logs, Capture's menu and the owner's loopback-only status socket
+(:class:`~streamdp.network.sink.StatusPublisher`), never onto the sanitized socket. It has no
+free-text field: whatever a sink sends is one of these typed fields, checked when the record is
+made and again when a reader decodes it.
 
 Examples
 --------
@@ -39,21 +43,23 @@ class StatusEvent(Enum):
     STOPPED = "stopped"
 
 
-_COUNTERS = ("received", "malformed", "invalid", "late", "released", "dropped_steps", "reconnects", "restarts")
+_COUNTERS = ("received", "malformed", "invalid", "late", "shed", "released", "dropped_steps", "reconnects", "restarts")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStatus:
     """What a session reports about itself: counters (ints ≥ 0), the ε spent (float ≥ 0), whether
-    the budget is exhausted, the mechanism's registered name, the number of subscribers and the
-    :class:`StatusEvent` that prompted it.
+    the budget is exhausted, the fraction of the last chunk's inputs clipped to the public bounds
+    (in [0, 1]), the mechanism's registered name, the number of subscribers and the
+    :class:`StatusEvent` that prompted it. Local to the device (see the module docstring).
 
     Raises
     ------
     TypeError
         A field has the wrong type (an int field given a bool or a float, an event given as a string).
     ValueError
-        A counter or ``epsilon_spent`` is negative or not finite, or ``mechanism`` is not registered.
+        A counter or ``epsilon_spent`` is negative or not finite, ``clipped_fraction`` is outside
+        [0, 1], or ``mechanism`` is not registered.
     """
 
     mechanism: str
@@ -61,12 +67,14 @@ class SessionStatus:
     malformed: int = 0
     invalid: int = 0
     late: int = 0
+    shed: int = 0
     released: int = 0
     dropped_steps: int = 0
     reconnects: int = 0
     restarts: int = 0
     epsilon_spent: float = 0.0
     budget_exhausted: bool = False
+    clipped_fraction: float = 0.0
     subscribers: int = 0
     event: StatusEvent = StatusEvent.RUNNING
 
@@ -83,6 +91,12 @@ class SessionStatus:
         if not (math.isfinite(eps) and eps >= 0):
             raise ValueError(f"SessionStatus.epsilon_spent must be finite and ≥ 0, got {eps!r}")
         object.__setattr__(self, "epsilon_spent", float(eps))
+        clip = self.clipped_fraction
+        if isinstance(clip, bool) or not isinstance(clip, (int, float)):
+            raise TypeError(f"SessionStatus.clipped_fraction must be a float, got {clip!r}")
+        if not 0.0 <= clip <= 1.0:
+            raise ValueError(f"SessionStatus.clipped_fraction must be in [0, 1], got {clip!r}")
+        object.__setattr__(self, "clipped_fraction", float(clip))
         if type(self.budget_exhausted) is not bool:
             raise TypeError(f"SessionStatus.budget_exhausted must be a bool, got {self.budget_exhausted!r}")
         if type(self.mechanism) is not str:

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from scipy.signal import lfilter
 
 from .gaze import BINOCULAR, BlinkEvents, GazeBatch, Recording
-from .kernels.geometry import CAMERA_FOV_DEG, degrees_to_norm
+from .kernels.geometry import CAMERA_FOV_DEG, degrees_to_norm, norm_to_degrees
 
 Task = Literal["reading", "search"]
 
@@ -281,3 +281,95 @@ def generate(
     )
     rec = Recording(gaze=gaze, blinks=blinks, name=f"synthetic-{task}-{seed}")
     return SyntheticRecording(rec, truth, prof)
+
+
+@dataclass(frozen=True)
+class EyeCamera:
+    """How one synthetic person's eye appears in the eye camera (MPIIDPEye-style signal).
+
+    The pupil centre moves in the eye image roughly linearly with the eye's rotation: with the
+    centre of rotation ~10 mm behind the pupil, 1° moves the pupil ~0.17 mm, and an eye camera
+    that sees ~25–45 mm of face across its image turns that into ~0.004–0.007 of the image width
+    per degree. The diameter in px is the diameter in mm times the image's px per mm (a 640-px
+    wide eye image over ~35–50 mm: 13–18 px/mm). Both depend on where the headset sits, so they
+    differ per person; detection adds its own jitter to the position (~0.001–0.002) and to the
+    diameter (~0.5–1.5 px).
+    """
+
+    norm_per_deg: float = 0.0055
+    px_per_mm: float = 15.0
+    centre: tuple[float, float] = (0.5, 0.5)
+    detection_noise_norm: float = 0.0015
+    detection_noise_px: float = 1.0
+
+    @classmethod
+    def for_person(cls, person_id: int) -> EyeCamera:
+        """A distinct, reproducible camera placement per person id."""
+        r = np.random.default_rng(np.random.SeedSequence([0xE1E, int(person_id)]))
+        return cls(
+            norm_per_deg=float(r.uniform(0.004, 0.007)),
+            px_per_mm=float(r.uniform(13.0, 18.0)),
+            centre=(float(r.uniform(0.4, 0.6)), float(r.uniform(0.4, 0.6))),
+            detection_noise_norm=float(r.uniform(0.001, 0.002)),
+            detection_noise_px=float(r.uniform(0.5, 1.5)),
+        )
+
+
+def generate_eye_camera(
+    duration: float = 60.0,
+    rate: float = 30.0,
+    seed: int | None = 0,
+    person: int | None = None,
+    task: Task = "reading",
+    camera: EyeCamera | None = None,
+    start_time: float = 1000.0,
+) -> SyntheticRecording:
+    """Eye-camera pupil positions (normalized image units) and px diameters, as MPIIDPEye
+    recorded them (~30 Hz): the gaze of :func:`generate` seen through :class:`EyeCamera`.
+
+    Parameters
+    ----------
+    duration, rate, seed, task, start_time
+        As for :func:`generate` (default rate 30 Hz).
+    person : int or None
+        Person id for both :meth:`PersonProfile.for_person` and :meth:`EyeCamera.for_person`;
+        None: the default profile and camera.
+    camera : EyeCamera or None
+        Overrides the person's camera.
+
+    Raises
+    ------
+    ValueError
+        As :func:`generate`.
+
+    Examples
+    --------
+    >>> syn = generate_eye_camera(duration=20.0, seed=1, person=2)
+    >>> syn.recording.gaze.diameter_unit, len(syn.recording.gaze)
+    ('px', 600)
+    >>> bool(0.0 < syn.recording.gaze.x.min() and syn.recording.gaze.x.max() < 1.0)
+    True
+    """
+    cam = camera or (EyeCamera() if person is None else EyeCamera.for_person(person))
+    fov = CAMERA_FOV_DEG["pupil_core_720p"]
+    scene = generate(
+        duration=duration, rate=rate, seed=seed, person=person, task=task, fov_deg=fov, start_time=start_time
+    )
+    g = scene.recording.gaze
+    ax, ay = norm_to_degrees(g.x, g.y, fov)
+    jitter = np.random.default_rng(None if seed is None else [0xE1E, seed])
+    noise = jitter.normal(0.0, cam.detection_noise_norm, (2, len(g)))
+    diameter_px = g.diameter * cam.px_per_mm + jitter.normal(0.0, cam.detection_noise_px, len(g))
+    gaze = GazeBatch.from_arrays(
+        t=g.t,
+        x=cam.centre[0] + cam.norm_per_deg * ax + noise[0],
+        y=cam.centre[1] + cam.norm_per_deg * ay + noise[1],
+        confidence=g.confidence,
+        diameter=diameter_px,
+        eye_id=np.zeros(len(g), dtype=np.int8),
+        diameter_unit="px",
+        source=f"synthetic eye camera({task}, seed={seed})",
+    )
+    truth = replace(scene.truth, saccade_amplitude=scene.truth.saccade_amplitude * cam.norm_per_deg)
+    rec = Recording(gaze=gaze, blinks=scene.recording.blinks, name=f"synthetic-eye-{task}-{seed}")
+    return SyntheticRecording(rec, truth, scene.person)

@@ -12,24 +12,35 @@ from streamdp.config import SessionConfig
 from streamdp.gaze import Recording
 from streamdp.network.relay import Relay
 from streamdp.network.simulator import CaptureSimulator
-from streamdp.network.sink import ReleasePublisher
+from streamdp.network.sink import ReleasePublisher, StatusPublisher
 from streamdp.network.subscriber import connect_subscriber
 from streamdp.session import Session
+from streamdp.sinks import ReleaseSink
+
+#: what a test comparing the relay with an offline run needs from the simulator: every datum
+#: (unlimited high-water mark) from the first on (no slow-joiner loss); Capture gives neither
+LOSSLESS = {"wait_for_subscriber": True, "hwm": 0}
 
 
 @contextmanager
 def live(
-    recording: Recording, config: SessionConfig, *, seed: int | None = None, **sim_kwargs
+    recording: Recording, config: SessionConfig, *, seed: int | None = None, status: bool = False, **sim_kwargs
 ) -> Iterator[tuple[CaptureSimulator, Relay, zmq.Socket]]:
-    """Simulator, a relay (its session publishing on a loopback socket) in a thread, and a raw
-    subscriber on everything the relay publishes."""
-    sink = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000)
+    """Simulator (lossless unless ``sim_kwargs`` say otherwise), a relay (its session publishing
+    on a loopback socket) in a thread, and a raw subscriber on everything the relay publishes on
+    its sanitized socket; with ``status``, also on the owner's status socket."""
+    sink = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000, publish_reproducible_noise_not_private=True)
+    owner = StatusPublisher("tcp://127.0.0.1:0") if status else None
     sub = connect_subscriber(sink.endpoint, ("",))
+    if owner is not None:
+        sub.connect(owner.endpoint)
     assert sink.wait_for_subscribers(1, timeout=5.0)
-    sim = CaptureSimulator(recording, speed=sim_kwargs.pop("speed", 0.0), **sim_kwargs)
+    sim = CaptureSimulator(recording, **{"speed": 0.0, **LOSSLESS, **sim_kwargs})
     sim.start()
-    session = Session(config, sinks=[sink], seed=seed, source=f"Capture at {sim.remote_address}")
-    relay = Relay(session, remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
+    sinks: list[ReleaseSink] = [sink] if owner is None else [sink, owner]
+    session = Session(config, sinks=sinks, seed=seed, source=f"Capture at {sim.remote_address}")
+    # flat out, far faster than a Capture: an input queue for the whole stream (lossless)
+    relay = Relay(session, remote=sim.remote_address, heartbeat=0.2, timeout=0.3, max_backlog=3600.0)
     th = threading.Thread(target=relay.run, daemon=True)
     th.start()
     try:
@@ -40,3 +51,5 @@ def live(
         sim.stop()
         sub.close(linger=0)
         sink.close()
+        if owner is not None:
+            owner.close()

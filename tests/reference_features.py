@@ -1,5 +1,9 @@
 """A straightforward full-window reference of the 52 features: every window recomputed from
-scratch from the events it holds. Slow on purpose; the incremental stage must agree with it."""
+scratch from the events it holds. Slow on purpose; the incremental stage must agree with it.
+
+Steps lie on the public grid ``t_k = k·step`` of the source clock, from the first whose window
+starts at or after the first sample to the last sample; gaps restart nothing (a window over a gap
+holds fewer events, or none: the public defaults)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ def _mv(a: np.ndarray) -> tuple[float, float]:
     return float(a.mean()), float(a.var())
 
 
-def window_vector(events: EventBatch, tk: float, window: float, seg_saccade_mask: np.ndarray) -> np.ndarray:
+def window_vector(events: EventBatch, tk: float, window: float) -> np.ndarray:
     f, s, b = events.fixations, events.saccades, events.blinks
     fin = (f.end > tk - window) & (f.end <= tk)
     sin = (s.end > tk - window) & (s.end <= tk)
@@ -58,8 +62,8 @@ def window_vector(events: EventBatch, tk: float, window: float, seg_saccade_mask
     if n_b:
         v[c["blink_duration_mean"]], v[c["blink_duration_var"]] = _mv(b.end[bin_] - b.start[bin_])
     v[c["blink_rate"]] = n_b / window
-    # wordbooks over the saccade string of the window (saccades of this segment only)
-    word = "".join(chr(65 + int(x)) for x in s.letter[sin & seg_saccade_mask])
+    # wordbooks over the saccade string of the window
+    word = "".join(chr(65 + int(x)) for x in s.letter[sin])
     col = c["wordbook1_distinct"]
     for n in WORDBOOK_ORDERS:
         grams = Counter(word[i : i + n] for i in range(len(word) - n + 1))
@@ -74,19 +78,22 @@ def window_vector(events: EventBatch, tk: float, window: float, seg_saccade_mask
     return v
 
 
+def grid_steps(start: float, last: float, window: float, step: float) -> np.ndarray:
+    """Grid times ``k·step`` with ``k·step − window ≥ start`` and ``k·step ≤ last``, by search."""
+    k = int(np.floor(start / step)) - 1
+    while k * step - window < start:
+        k += 1
+    ts = []
+    while k * step <= last:
+        ts.append(k * step)
+        k += 1
+    return np.asarray(ts, dtype=np.float64)
+
+
 def reference_features(
-    events: EventBatch, segments: list[tuple[float, float]], window: float, step: float
+    events: EventBatch, start: float, last: float, window: float, step: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Features at every step of every segment ``(first sample time, last sample time)``."""
-    ts, rows = [], []
-    for start, last in segments:
-        seg_mask = (events.saccades.end >= start) & (events.saccades.end <= last)
-        k = 0
-        while True:
-            tk = start + (window + k * step)
-            if tk > last:
-                break
-            ts.append(tk)
-            rows.append(window_vector(events, tk, window, seg_mask))
-            k += 1
-    return np.asarray(ts), np.asarray(rows).reshape(-1, N_FEATURES)
+    """Features at every grid step of a stream from ``start`` (first sample) to ``last``."""
+    ts = grid_steps(start, last, window, step)
+    rows = [window_vector(events, tk, window) for tk in ts]
+    return ts, np.asarray(rows).reshape(-1, N_FEATURES)

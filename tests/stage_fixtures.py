@@ -1,7 +1,7 @@
 """The streams and fixtures of the stage contract suite (tests/test_stage_contract.py).
 
 A stage is fed from one of three streams, each long enough for several chunks and each with a
-gap that restarts windows and chunks:
+6.7 s gap (windows and chunks go on through it: the step grid is public):
 
 - ``GAZE``: ordered gaze (detectors, window features, the pipelines);
 - ``ROWS``: the feature rows of ``GAZE``, fed straight to chunking stages, so that a stream
@@ -33,14 +33,14 @@ from streamdp.stages.features import FeatureRows, WindowConfig
 from streamdp.synthetic import generate
 
 WINDOW = WindowConfig(window=4.0, step=0.25)
-EVENTS = EventConfig(segment_gap=WINDOW.window)
+EVENTS = EventConfig()
 CHUNK_LENGTH = 8
 MAX_DELAY = 0.09  # s; the reorder window of the fixtures (0.1 s) holds back more than that
-# two segments with a 6 s gap (longer than the segment gap): windows and chunks restart after it.
-# Their 38 and 23 steps leave a partial chunk before the gap, at the end and at half the rows.
+# two stretches of gaze with a 6.7 s gap (longer than the window): the grid goes on through it,
+# with partial chunks at the start, the end and half the rows.
 GAZE = GazeBatch.concat(
     [
-        generate(duration=13.3, rate=120.0, seed=11, person=4).recording.gaze,
+        generate(duration=13.3, rate=120.0, seed=11, person=4, start_time=1000.3).recording.gaze,
         generate(duration=9.6, rate=120.0, seed=12, person=4, start_time=1020.0).recording.gaze,
     ]
 )
@@ -173,7 +173,6 @@ def events_flat(parts: list[EventBatch]) -> Flat:
         "blk.start": e.blinks.start,
         "blk.end": e.blinks.end,
         "restarts": e.restarts,
-        "segment_ends": e.segment_ends,
     }
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from streamdp import BudgetExhausted
-from streamdp.privacy.accountant import Accountant, PrivacyUnit, chunks_touched
+from streamdp.privacy.accountant import Accountant, PrivacyUnit
+from streamdp.privacy.reach import raw_gaze_reach
 
 
 def _acc(unit, eps_chunk=2.0):
@@ -62,13 +63,11 @@ def test_w_event_budget_is_checked_at_construction_and_reported():
     assert [e["epsilon_w"] for e in entries] == [2.0, 4.0, 6.0, 6.0, 6.0]
 
 
-def test_chunks_touched_by_one_gaze_sample():
-    # 30 s window, 0.5 s step: 60 steps
-    assert chunks_touched(30.0, 0.5, 32) == 3
-    assert chunks_touched(30.0, 0.5, 64) == 2
-    assert chunks_touched(30.0, 0.5, 128) == 2
-    assert chunks_touched(30.0, 1.0, 32) == 2
-    assert chunks_touched(0.5, 0.5, 32) == 1
+def test_chunks_one_gaze_sample_reaches_under_the_defaults():
+    def chunks(step: float, n: int) -> int:
+        return raw_gaze_reach(window=30.0, step=step, chunk_length=n, max_event_duration=8.0).chunks_per_sample
+
+    assert (chunks(0.5, 32), chunks(0.5, 64), chunks(0.5, 128)) == (3, 2, 2)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from randomgen import MT19937, PCG64, AESCounter, ChaCha, Philox
 
 import streamdp
 from streamdp import (
@@ -119,7 +118,10 @@ def test_fourier_factories_show_the_class_parameters(factory, cls):
     built = made(epsilon=0.5, bounds=B, chunk_length=16, transform="dct", k=3, sensitivity="tight")
     args = built.arguments()
     assert type(built) is getattr(streamdp, cls) and args.pop("bounds") is B
-    assert args == {"epsilon": 0.5, "chunk_length": 16, "transform": "dct", "k": 3, "sensitivity": "tight"}
+    expected = {"epsilon": 0.5, "chunk_length": 16, "transform": "dct", "k": 3, "sensitivity": "tight"}
+    if cls == "DCFPA":
+        expected["level_share"] = 0.5  # the level's share of each feature's ε, shown though default
+    assert args == expected
 
 
 # ---------------------------------------------------------------- run() takes three kinds of input
@@ -185,9 +187,10 @@ BAD = [
     ("run(batch_size=0)", lambda tp: FeaturePipeline().run(REC, batch_size=0), ValueError, "batch_size must be ≥ 1"),
     ("run(batch_size=1.5)", lambda tp: FeaturePipeline().run(REC, batch_size=1.5), TypeError, "batch_size"),
     ("rng=42", lambda tp: PrivatePipeline(_mech(), rng=42), TypeError,
-     "rng must be a numpy Generator (use streamdp.privacy.secure_generator(seed))"),
+     "rng must be a random source (streamdp.privacy.secure_generator(), or secure_generator(seed) "
+     "for reproducible, not private noise) or a numpy Generator, got 42"),
     ("rng=RandomState", lambda tp: PrivatePipeline(_mech(), rng=np.random.RandomState(0)), TypeError,
-     "rng must be a numpy Generator"),
+     "or a numpy Generator"),
     ("unit='session'", lambda tp: PrivatePipeline(_mech(), unit="session"), TypeError, "unit must be a PrivacyUnit"),
     ("mechanism name", lambda tp: PrivatePipeline("dcfpa"), TypeError, "registered mechanisms"),
     ("events=WindowConfig", lambda tp: FeaturePipeline(events=streamdp.WindowConfig()), TypeError,
@@ -269,34 +272,24 @@ def test_wrong_input_is_refused_with_a_message_naming_it(call, exc, words, tmp_p
 # ---------------------------------------------------------------- the generator in the ledger
 
 @pytest.mark.parametrize(
-    ("bit_generator", "said"),
+    ("rng", "said"),
     [
-        (AESCounter, "cryptographic"),
-        (ChaCha, "cryptographic"),
-        (PCG64, "not cryptographic"),
-        (MT19937, "not cryptographic"),
-        (Philox, "not cryptographic"),
+        (np.random.default_rng(0), "reproducible, not private"),
+        (secure_generator(3), "reproducible, not private"),
+        (None, "cryptographic"),
     ],
-    ids=lambda v: getattr(v, "__name__", v),
+    ids=["numpy default_rng", "seeded source", "default: OS entropy"],
 )
-def test_the_ledger_says_whether_the_generator_is_cryptographic(bit_generator, said):
-    rel = _release(np.random.Generator(bit_generator(seed=1)))
+def test_the_ledger_says_whether_the_noise_is_private(rng, said):
+    rel = _release(rng)
     assert rel.ledger["generator"] == said
     assert rel.to_message()["ledger"]["generator"] == said
 
 
-@pytest.mark.parametrize(
-    ("rng", "said"),
-    [(np.random.default_rng(0), "not cryptographic"), (None, "cryptographic")],
-    ids=["numpy default_rng", "default: OS entropy"],
-)
-def test_numpy_default_rng_is_not_cryptographic_and_the_default_is(rng, said):
-    assert _release(rng).ledger["generator"] == said
-
-
-def test_sessions_release_with_a_cryptographic_generator():
-    rels = Session(SessionConfig(chunk_length=32, seed=2), reorder=False).run(REC)
-    assert rels and {r.ledger["generator"] for r in rels} == {"cryptographic"}
+@pytest.mark.parametrize(("seed", "said"), [(2, "reproducible, not private"), (None, "cryptographic")])
+def test_sessions_say_whether_their_noise_is_private(seed, said):
+    rels = Session(SessionConfig(chunk_length=32, seed=seed), reorder=False).run(REC)
+    assert rels and {r.ledger["generator"] for r in rels} == {said}
 
 
 def test_a_local_sink_keeps_a_release_of_a_plain_generator():
@@ -308,9 +301,10 @@ def test_a_local_sink_keeps_a_release_of_a_plain_generator():
 def test_the_network_sink_refuses_a_release_of_a_non_cryptographic_generator():
     sink = streamdp.ReleasePublisher("tcp://127.0.0.1:0")
     try:
-        sink.publish(_release(secure_generator(1)))  # accepted
-        with pytest.raises((TypeError, ValueError), match="cryptographic"):
-            sink.publish(_release(np.random.default_rng(0)))
+        sink.publish(_release(secure_generator()))  # accepted: OS entropy
+        for seeded in (secure_generator(1), np.random.default_rng(0)):
+            with pytest.raises(ValueError, match="reproducible, not private"):
+                sink.publish(_release(seeded))
     finally:
         sink.close()
 

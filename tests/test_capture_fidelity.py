@@ -220,9 +220,11 @@ def test_the_default_reorder_window_drops_none_of_captures_gaze(blinks):
         np.testing.assert_array_equal(np.array(p["values"]), p["w"])
 
 
-@pytest.mark.parametrize(("window", "share"), [(0.05, (0.03, 0.08)), (None, (0.0, 0.0))])
+@pytest.mark.parametrize(("window", "share"), [(0.05, (0.001, 0.08)), (None, (0.0, 0.0))])
 def test_the_old_50_ms_window_dropped_captures_late_monocular_gaze(window, share):
-    # one datum at a time: the worst split of the stream a relay can see
+    # one datum at a time: the worst split of the stream a relay can see. The session hands the
+    # ordered gaze on once per grid step, so only gaze arriving just after a step is at risk
+    # (~0.4 % at 50 ms; ~5 % when it was handed on with every datum): still more than none
     rec = generate(duration=20.0, rate=200.0, seed=12).recording
     changes = {} if window is None else {"reorder_window": window}
     session = Session(SessionConfig(mechanism="dcfpa", epsilon=1.0, chunk_length=8, seed=7, **changes))

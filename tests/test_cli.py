@@ -79,52 +79,80 @@ def test_bad_input_exits_2_with_a_message_and_no_traceback(tmp_path, capsys, arg
 
 
 def test_demo_prints_sanitized_chunks_with_their_ledger(capsys):
-    assert main(["demo", "--seed", "3", "--seconds", "100"]) == 0
+    assert main(["demo", "--seed", "3", "--seconds", "150"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].startswith("chunk 0: streamdp.features.dcfpa")
-    assert sum(line.startswith("chunk ") for line in lines) == 2  # steps at 30..99.5 s: 140, two chunks of 64
-    # the ledger as sentences, once per release: cost, what is protected, total so far, raw gaze
-    first, second = (line for line in lines if line.startswith("chunk "))
-    assert "(64 steps): ε 52 for this chunk (1 per feature × 52 features)" in first
-    assert "protected (chunk unit): each chunk: ε = 52 (parallel composition across chunks)" in first
-    assert "spent so far 52;" in first and "spent so far 104;" in second
-    assert first.endswith("one gaze sample influences ≤ 2 chunks: ε ≤ 104 for it under the chunk unit")
-    assert "=" not in lines[1] and lines[1].startswith("  means over the chunk: fixation_rate ")
+    # the public grid from 1030 s (the first full window): slots of 64 steps end at 1087.5 and 1119.5 s
+    chunks = [i for i, line in enumerate(lines) if line.startswith("chunk ")]
+    assert len(chunks) == 2
+    first, second = lines[chunks[0] : chunks[1]], lines[chunks[1] :]
+    assert first[0].endswith(
+        ", t 1056.0–1087.5 s (64 steps): ε 10 for this whole chunk (0.192 per feature × 52 features)"
+    )
+    # the ledger as sentences a non-expert reads, once per release: what is protected, for which
+    # unit, the total so far, what raw gaze costs, the noise's origin; then what stays local
+    assert first[1] == (
+        "  protected: chunk unit — each chunk is protected on its own; over a longer stretch the ε of its "
+        "chunks add up (ε 10 spent so far, with no cap)"
+    )
+    assert "(ε 20 spent so far, with no cap)" in second[1]
+    assert first[2].startswith("  raw gaze: one sample changes at most 2 chunks (ε ≤ 20)")
+    assert first[3].startswith("  noise: reproducible, not private")
+    assert first[4].startswith("  means over the chunk: fixation_rate ") and "=" not in first[4]
+    assert first[5] == "  on this device only: 0.0% of the values were clipped to the bounds"
+    assert len(first) == len(second) == 6
+
+
+def test_demo_without_a_seed_says_nothing_about_reproducible_noise(capsys):
+    assert main(["demo", "--offline", "--seconds", "100"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("chunk 0: ") and "noise:" not in out and "reproducible" not in out
 
 
 def test_demo_prints_the_same_chunks_offline_as_over_the_network(capsys):
     # one session and one formatter: the simulated Capture's wire, the relay and the subscriber
-    # change nothing in what is released or how it is shown
-    assert main(["demo", "--seed", "3", "--seconds", "100"]) == 0
+    # change nothing in what is released or how it is shown (the local clip rate included)
+    assert main(["demo", "--seed", "3", "--seconds", "150"]) == 0
     networked = capsys.readouterr().out
-    assert main(["demo", "--offline", "--seed", "3", "--seconds", "100"]) == 0
+    assert main(["demo", "--offline", "--seed", "3", "--seconds", "150"]) == 0
     assert capsys.readouterr().out == networked
+    assert networked.count("on this device only: ") == 2
 
 
 @pytest.mark.parametrize("where", ["--offline", "--networked"])
 def test_demo_with_a_session_budget_reports_exhaustion_once(capsys, where):
-    argv = ["demo", "--seed", "1", "--chunk-length", "32", "--unit", "session", "--budget", "104"]
+    argv = ["demo", "--seed", "1", "--chunk-length", "32", "--unit", "session", "--budget", "20"]
     assert main([*argv, *([where] if where == "--offline" else [])]) == 0
     captured = capsys.readouterr()
     chunks = [line for line in captured.out.splitlines() if line.startswith("chunk ")]
-    assert len(chunks) == 2 and "spent so far 104, 0 of the budget left" in chunks[1]
+    protected = [line for line in captured.out.splitlines() if line.startswith("  protected: ")]
+    assert len(chunks) == 2 and "ε 20 of the budget 20 spent so far, 0 left" in protected[1]
+    assert "session unit — everything released about this person adds up" in protected[0]
     assert captured.err.count("nothing more is released") == 1, captured.err
-    assert "streamdp: warning: session budget ε = 104 spent" in captured.err
+    assert "streamdp: warning: session budget ε = 20 spent" in captured.err
 
 
 def test_demo_json_prints_each_chunk_as_published(capsys):
     import json
 
-    assert main(["demo", "--offline", "--seed", "3", "--seconds", "100", "--json"]) == 0
+    assert main(["demo", "--offline", "--seed", "3", "--seconds", "150", "--json"]) == 0
     lines = capsys.readouterr().out.splitlines()
     messages = [json.loads(line) for line in lines]
     assert len(messages) == 2 and [m["ledger"]["chunk_index"] for m in messages] == [0, 1]
     assert messages[0]["topic"] == "streamdp.features.dcfpa" and len(messages[0]["values"]) == 64
+    assert all("clipped_fraction" not in m and "clipped_fraction" not in m["ledger"] for m in messages)
     pipe = SessionConfig(seed=3).private_pipeline(source_camera="pupil_core_720p")
-    want = pipe.run(generate(duration=100.0, rate=200.0, seed=0).recording)[0].to_message()
+    want = pipe.run(generate(duration=150.0, rate=200.0, seed=0).recording)[0].to_message()
     assert messages[0]["values"] == np.asarray(want["values"]).tolist()
     assert messages[0]["ledger"] == json.loads(json.dumps(want["ledger"]))
+
+
+def test_demo_too_short_for_one_chunk_says_how_long_it_must_be(capsys):
+    assert main(["demo", "--offline", "--seconds", "80"]) == 2
+    err = capsys.readouterr().err
+    assert "--seconds 80 gives no whole chunk" in err and "give --seconds 88 or more" in err
+    assert main(["demo", "--offline", "--seconds", "88", "-q"]) == 0
 
 
 def test_demo_refuses_bad_privacy_options(capsys):
@@ -153,7 +181,9 @@ def test_audit_command_passes_for_correct_mechanisms(capsys):
     ]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "dcfpa" in out and "lpa" in out and "VIOLATED" not in out
+    assert "dcfpa" in out and "lpa" in out
+    verdicts = [line.rsplit(None, 1)[-1] for line in out.splitlines()[2:] if not line.startswith("    ")]
+    assert verdicts and set(verdicts) == {"pass"}
 
 
 def test_heatmap_command_writes_npy_and_png(tmp_path, capsys):
@@ -263,8 +293,11 @@ def test_audit_gives_each_mechanism_the_parameters_it_takes():
     args = build_parser().parse_args(["audit", "--mechanisms", "lpa", "dcfpa", "--k", "2", "--transform", "dct"])
     configs = audited_configs(config_from(args), args)
     got = [(c.mechanism, c.transform, c.k, c.sensitivity) for c in configs]
-    assert got == [("lpa", None, None, None), ("dcfpa", "dct", 2, "bound"), ("dcfpa", "dct", 2, "tight")]
+    assert got == [("lpa", None, None, None)] + [("dcfpa", "dct", 2, s) for s in ("bound", "tight", "reachable")]
     assert all(c.chunk_length == 32 and c.seed == 0 for c in configs)
+    # without --k: the public default and a privately chosen k are both audited
+    args = build_parser().parse_args(["audit", "--mechanisms", "cfpa", "--transforms", "dft", "--sensitivity", "bound"])
+    assert [c.k for c in audited_configs(config_from(args), args)] == [None, "private"]
 
 
 @pytest.mark.parametrize(
@@ -273,7 +306,7 @@ def test_audit_gives_each_mechanism_the_parameters_it_takes():
         pytest.param(["--mechanisms", "lpa", "steil", "--k", "2"], "--k applies to none of the audited", id="k"),
         pytest.param(["--mechanism", "lpa", "--mechanisms", "cfpa"], "give --mechanism or --mechanisms", id="both"),
         pytest.param(["--mechanisms", "lpa", "--bounds", "missing.toml"], "missing.toml", id="bounds"),
-        pytest.param(["--mechanism", "cfpa", "--k", "private"], "audit needs a fixed k", id="private-k"),
+        pytest.param(["--mechanisms", "lpa", "--sensitivities", "tight"], "--sensitivity applies to none", id="sens"),
     ],
 )
 def test_audit_refuses_options_that_do_not_fit(argv, message, capsys):
@@ -330,36 +363,62 @@ def test_features_of_a_neon_recording_use_its_camera_unless_camera_is_given(tmp_
 
 
 @pytest.mark.parametrize("as_json", [False, True], ids=["sentences", "json"])
-def test_subscribe_prints_a_published_chunk_and_status_as_the_in_process_formatter_does(capsys, as_json):
+def test_subscribe_prints_a_published_chunk_as_the_in_process_formatter_does_and_no_status(capsys, as_json):
     import json
 
-    from streamdp.network.sink import ReleasePublisher
+    from streamdp.network.sink import ReleasePublisher, StatusPublisher
     from streamdp.session import Session
 
-    publisher = ReleasePublisher("tcp://127.0.0.1:0")
+    publisher = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=True)
+    status_socket = StatusPublisher("tcp://127.0.0.1:0")
     codes: list[int] = []
     argv = ["subscribe", publisher.endpoint, "--count", "1", "--timeout", "10", *(["--json"] if as_json else [])]
     reader = threading.Thread(target=lambda: codes.append(main(argv)))
     reader.start()
     try:
         assert publisher.wait_for_subscribers(2, timeout=10.0)
-        session = Session(SessionConfig(chunk_length=32, seed=2), sinks=[publisher])
-        status = session.publish_status()
-        releases = session.run(generate(duration=50.0, seed=1).recording)
+        session = Session(SessionConfig(chunk_length=32, seed=2), sinks=[publisher, status_socket])
+        # the status goes to the owner's socket only: had it reached the sanitized one, the
+        # subscriber would print it first and stop there (--count 1)
+        session.publish_status()
+        releases = session.run(generate(duration=60.0, seed=1).recording)
         reader.join(15)
     finally:
         publisher.close()
+        status_socket.close()
     assert codes == [0] and len(releases) == 1
     out = capsys.readouterr().out
-    if as_json:  # one object per line: each message as published
-        got = [json.loads(line) for line in out.splitlines()]
+    if as_json:  # one object per line: the message as published
+        (got,) = [json.loads(line) for line in out.splitlines()]
         message = releases[0].to_message()
-        assert got[0] == status.to_message()
-        assert got[1]["ledger"] == message["ledger"] and got[1]["values"] == np.asarray(message["values"]).tolist()
-        assert len(got) == 2
+        assert got["ledger"] == message["ledger"] and got["values"] == np.asarray(message["values"]).tolist()
     else:
-        want = [format_status(status), format_chunk(releases[0].to_message())]
-        assert out.splitlines() == "\n".join(want).splitlines()
+        assert out.splitlines() == format_chunk(releases[0].to_message()).splitlines()
+
+
+def test_subscribe_prints_the_owners_status_socket_as_the_in_process_formatter_does(capsys):
+    from streamdp.network.sink import StatusPublisher
+    from streamdp.status import SessionStatus, StatusEvent
+
+    status_socket = StatusPublisher("tcp://127.0.0.1:0")
+    status = SessionStatus(mechanism="dcfpa", received=10, invalid=2, released=1, epsilon_spent=10.0,
+                           clipped_fraction=0.25, event=StatusEvent.RUNNING)  # fmt: skip
+    codes: list[int] = []
+    argv = ["subscribe", status_socket.endpoint, "--count", "1", "--timeout", "10"]
+    reader = threading.Thread(target=lambda: codes.append(main(argv)))
+    reader.start()
+    try:
+        # a PUB socket drops what it sends before the subscription arrives: send until one lands
+        for _ in range(200):
+            status_socket.publish_status(status)
+            reader.join(0.05)
+            if not reader.is_alive():
+                break
+    finally:
+        status_socket.close()
+    reader.join(15)
+    assert codes == [0]
+    assert capsys.readouterr().out.splitlines() == [format_status(status)]
 
 
 @pytest.mark.parametrize(
@@ -390,7 +449,7 @@ def _options(parser: argparse.ArgumentParser):
 def test_every_option_of_every_command_has_help_that_shows_its_default():
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    assert set(commands) == {c.__name__.rsplit(".", 1)[1] for c in COMMANDS}
+    assert set(commands) == {c.__name__.rsplit(".", 1)[1].replace("_", "-") for c in COMMANDS}
     for name, sub in commands.items():
         formatter = sub._get_formatter()
         for action in _options(sub):
@@ -403,7 +462,7 @@ def test_every_option_of_every_command_has_help_that_shows_its_default():
 
 @pytest.mark.parametrize("place", ["before", "after"])
 def test_verbosity_is_accepted_before_and_after_the_command(capsys, place):
-    argv = ["demo", "--offline", "--seed", "1", "--seconds", "70"]
+    argv = ["demo", "--offline", "--seed", "1", "--seconds", "100"]
     assert main(["-q", *argv] if place == "before" else [*argv, "-q"]) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out.startswith("chunk 0: ")
@@ -417,10 +476,11 @@ def test_version_is_printed_and_logs_are_short(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0 and capsys.readouterr().out == f"streamdp {streamdp.__version__}\n"
-    assert main(["demo", "--offline", "--seconds", "100", "--unit", "session", "--budget", "60", "--seed", "1"]) == 0
+    argv = ["demo", "--offline", "--seconds", "150", "--unit", "session", "--budget", "15", "--seed", "1"]
+    assert main(argv) == 0
     err = capsys.readouterr().err.splitlines()
     assert [line for line in err if line.startswith("streamdp: ")] == [
-        "streamdp: warning: session budget ε = 60 spent (52 used by 1 chunks; the next needs 52): "
+        "streamdp: warning: session budget ε = 15 spent (10 used by 1 chunks; the next needs 10): "
         "nothing more is released"
     ]
 
@@ -444,7 +504,7 @@ def test_a_toml_config_file_gives_the_configuration_and_options_given_override_i
 def test_a_config_file_runs_the_demo_and_its_mistakes_are_named(tmp_path, capsys):
     good = tmp_path / "good.toml"
     good.write_text('mechanism = "lpa"\nchunk_length = 32\nseed = 4\n')
-    assert main(["demo", "--offline", "--seconds", "70", "--config", str(good)]) == 0
+    assert main(["demo", "--offline", "--seconds", "100", "--config", str(good)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("chunk 0: streamdp.features.lpa, t ") and "(32 steps)" in out
     bad = tmp_path / "bad.toml"

@@ -25,6 +25,10 @@ from streamdp.network.sink import ReleasePublisher
 #: {relay} the port of a running relay's publisher, {cert} a certificate pair in {tmp}/certs
 BUSY = r"tcp://127\.0\.0\.1:\d+: cannot listen there: the address is already in use"
 
+#: a features run on {tmp}/gaze.csv, and the options that describe its format
+CSV = ["features", "{tmp}/gaze.csv", "--out", "{tmp}/f.csv"]
+CSV_FORMAT = ["--csv-no-header", "--csv-delimiter", ";", "--time-unit", "ms"]
+
 ROWS = [
     # sockets
     ("relay-bind-busy", ["relay", "--bind", "tcp://127.0.0.1:{busy}"], 2, rf"^streamdp relay: error: {BUSY}"),
@@ -80,9 +84,12 @@ ROWS = [
     # library messages turned into sentences about the input
     ("chunk-longer-than-data", ["evaluate", "--chunk-lengths", "512", "--people", "2", "--seconds", "100",
                                 "--mechanisms", "lpa", "--epsilons", "1", "--out", "{tmp}/eval", "-q"], 2,
-     r"^streamdp evaluate: error: --chunk-lengths 512: 4 recordings of 4 give no whole chunk of 512 steps"),
+     r"^streamdp evaluate: error: --chunk-lengths 512: 4 recordings of 4 give no two whole chunks of 512 steps"),
     ("chunk-not-power", ["evaluate", "--chunk-lengths", "100", "--out", "{tmp}/eval"], 2,
      r"^streamdp evaluate: error: chunk_length must be a power of two"),
+    ("evaluate-per-feature", ["evaluate", "--epsilon-per-feature", "2.4", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: --epsilon-per-feature: the grid's ε is the total of a chunk; give --epsilons "
+     r"52 × the per-feature ε \(e\.g\. --epsilons 124\.8 for 2\.4 per feature\)$"),
     ("audit-runs", ["audit", "--runs", "0"], 2,
      r"^streamdp audit: error: argument --runs: must be a whole number ≥ 1, got '0'"),
     ("audit-alpha", ["audit", "--alpha", "2"], 2,
@@ -105,9 +112,9 @@ ROWS = [
     ("port-big", ["simulate", "--port", "70000"], 2, r"argument --port: must be a whole number from 0 to 65535"),
     ("status-interval", ["relay", "--status-interval", "0"], 2, r"argument --status-interval: must be a number > 0"),
     ("demo-chunk-1024", ["demo", "--offline", "--chunk-length", "1024"], 2,
-     r"^streamdp demo: error: --seconds 150 is shorter than one window and one chunk .*give --seconds 542 or more"),
+     r"^streamdp demo: error: --seconds 150 gives no whole chunk: .* ends 1047\.5 s after .*give --seconds 1048 "),
     ("demo-10-s", ["demo", "--seconds", "10"], 2,
-     r"^streamdp demo: error: --seconds 10 is shorter than one window and one chunk .*give --seconds 62 or more"),
+     r"^streamdp demo: error: --seconds 10 gives no whole chunk: .*give --seconds 88 or more"),
     ("demo-speed", ["demo", "--speed", "-1"], 2, r"argument --speed: must be a number ≥ 0, got '-1'"),
     ("subscribe-count", ["subscribe", "x", "--count", "-1"], 2, r"argument --count: must be a whole number ≥ 0"),
     ("heatmap-delta", ["heatmap", "x", "--out", "{tmp}/m.npy", "--delta", "2"], 2,
@@ -115,6 +122,41 @@ ROWS = [
     ("evaluate-people", ["evaluate", "--people", "1"], 2, r"argument --people: must be a whole number ≥ 2, got '1'"),
     ("evaluate-exists", ["evaluate", "--out", "{tmp}/certs", "--mechanisms", "lpa", "--epsilons", "1"], 2,
      r"^streamdp evaluate: error: .*certs: exists; pass --overwrite to replace it$"),
+    # a CSV of any layout ({tmp}/gaze.csv: headerless, ';', times in ms, a bad cell in row 7)
+    ("csv-stray", [*CSV, "--time-unit", "ms"], 2,
+     r"^streamdp features: error: --time-unit applies to a CSV read with --csv-columns only$"),
+    ("csv-role", [*CSV, "--csv-columns", "t=0,x=1,z=2"], 2,
+     r"^streamdp features: error: --csv-columns: unknown role 'z' \(expected t, x, y, confidence, diameter\)"),
+    ("csv-syntax", [*CSV, "--csv-columns", "t0,x=1,y=2"], 2,
+     r"^streamdp features: error: --csv-columns: 't0' is not role=column \(e\.g\. t=0,x=1,y=2\)$"),
+    ("csv-missing-y", [*CSV, "--csv-columns", "t=0,x=1"], 2,
+     r"^streamdp features: error: --csv-columns must give y \(t, x and y are required\), got t=0,x=1$"),
+    ("csv-twice", [*CSV, "--csv-columns", "t=0,x=1,y=2,x=3"], 2,
+     r"^streamdp features: error: --csv-columns: x given twice"),
+    ("csv-name-no-header", [*CSV, "--csv-columns", "t=time,x=1,y=2", "--csv-no-header"], 2,
+     r"^streamdp features: error: --csv-columns: t is the name 'time', but the file has no header: give an index$"),
+    ("csv-delimiter", [*CSV, "--csv-columns", "t=0,x=1,y=2", "--csv-delimiter", ";;"], 2,
+     r"^streamdp features: error: --csv-delimiter must be one character other than a quote or line break, got ';;'$"),
+    ("csv-px", [*CSV, "--csv-columns", "t=0,x=1,y=2", "--position-unit", "px"], 2,
+     r"^streamdp features: error: --position-unit px needs --scene-size WxH"),
+    ("csv-size", [*CSV, "--csv-columns", "t=0,x=1,y=2", "--position-unit", "px", "--scene-size", "big"], 2,
+     r"^streamdp features: error: --scene-size 'big': give the width and height in px as WxH, e.g\. 1088x1080$"),
+    ("csv-size-norm", [*CSV, "--csv-columns", "t=0,x=1,y=2", "--scene-size", "640x480"], 2,
+     r"^streamdp features: error: --scene-size applies to --position-unit px only$"),
+    ("csv-diameter", [*CSV, "--csv-columns", "t=0,x=1,y=2,diameter=3"], 2,
+     r"^streamdp features: error: --csv-columns has a diameter column: say its unit with --diameter-unit mm or px"),
+    ("csv-index", [*CSV, "--csv-columns", "t=0,x=1,y=9", *CSV_FORMAT], 2,
+     r"^streamdp features: error: .*gaze\.csv: has 4 columns, y is column 9 \(0-based\)$"),
+    ("csv-cell", [*CSV, "--csv-columns", "t=0,x=1,y=2,confidence=3", *CSV_FORMAT], 2,
+     r"^streamdp features: error: .*gaze\.csv: row 7, column 1: 'abc' is not a number$"),
+    ("csv-unit", [*CSV, "--csv-columns", "t=0,x=1,y=2", "--csv-no-header", "--csv-delimiter", ";"], 2,
+     r"^streamdp features: error: .*gaze\.csv, column 0: timestamps look like milliseconds"),
+    ("csv-folder", ["features", "{tmp}/certs", "--out", "{tmp}/f.csv", "--csv-columns", "t=0,x=1,y=2"], 2,
+     r"^streamdp features: error: .*certs: is a folder; --csv-columns reads CSV files$"),
+    ("csv-synthetic", ["features", "--synthetic", "40", "--out", "{tmp}/f.csv", "--csv-columns", "t=0,x=1,y=2"], 2,
+     r"^streamdp features: error: --csv-columns describes a CSV file: give its path$"),
+    ("csv-evaluate", ["evaluate", "--out", "{tmp}/eval", "--csv-columns", "t=0,x=1,y=2"], 2,
+     r"^streamdp evaluate: error: --csv-columns reads the recordings of a --manifest; give one$"),
     # no silent wrong output
     ("zero-rows", ["features", "--synthetic", "20", "--out", "{tmp}/f.csv"], 1,
      r"^streamdp features: error: synthetic-reading-0: 20\.0 s of gaze is shorter than one 30 s window: no feature"),
@@ -155,6 +197,9 @@ def test_bad_input_ends_with_one_line_naming_it(request, tmp_path, ports, monkey
     zmq.auth.create_certificates(str(tmp_path / "certs"), "server")
     (tmp_path / "garbage.key").write_text("not a certificate\n")
     (tmp_path / "bad.toml").write_text("epsilom = 2\n")
+    cells = [f"{1000 + 5 * i};0.5;0.{i % 9};0.9" for i in range(400)]
+    cells[6] = "1030;abc;0.5;0.9"
+    (tmp_path / "gaze.csv").write_text("\n".join(cells) + "\n")
     before = _files(tmp_path)
     args = [a.format(tmp=tmp_path, **ports) for a in argv]
     if row in SUBPROCESS:

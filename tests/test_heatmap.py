@@ -113,19 +113,74 @@ def test_wrong_maps_are_refused():
         pytest.param(
             "gaussian",
             {"epsilon": 1.0, "delta": 1e-5, "cap": 2, "n_observers": 50, "shape": (6, 8)},
-            "ac2b91fcec9511a01834320c",
+            "7474013293f99ded74785c97",
             id="gaussian",
         ),
         pytest.param(
             "laplace",
             {"epsilon": 0.5, "cap": 3, "n_observers": 50, "shape": (6, 8)},
-            "cdda563c9fbf489261b01d09",
+            "a182762dab63f32c69cbd329",
             id="laplace",
         ),
     ],
 )
 def test_heatmaps_reproduce_their_pinned_outputs(noise, params, digest):
-    # pinned with the code before the mechanisms moved onto the shared base (issue #8)
+    # re-pinned with the exact samplers and the lattice of the final scale (issue #12.5-6)
     maps = np.random.default_rng(0).poisson(0.8, (50, 6, 8)).astype(float)
     out = HEATMAP_MECHANISMS[noise](**params).privatize(maps, secure_generator(42))
     assert hashlib.sha256(out.tobytes()).hexdigest()[:24] == digest
+
+
+# ---------------------------------------------------------------- the lattice of the final scale (issue #12.5)
+
+HEATMAP_CONFIGS = [
+    (cap, n, eps, shape)
+    for cap in (1, 2, 5, 10)
+    for n in (1, 7, 100, 3000)
+    for eps in (0.05, 0.3, 1.0, 3.7, 10.0)
+    for shape in ((1, 1), (4, 6), (32, 32), (48, 64))
+]
+
+
+def test_heatmap_laplace_worst_case_loss_is_at_most_epsilon_and_the_noise_no_larger_than_needed():
+    """Over 320 configurations: the scale the sampler really draws (``effective_scale`` on the
+    lattice of the final scale) against the sensitivity charged with one lattice step per pixel."""
+    from streamdp.privacy.exact_samplers import effective_scale
+    from streamdp.privacy.noise import lattice_step
+
+    worst_excess = 0.0
+    for cap, n, eps, shape in HEATMAP_CONFIGS:
+        mech = HeatmapLaplace(epsilon=eps, cap=cap, n_observers=n, shape=shape)
+        r = shape[0] * shape[1]
+        gamma = lattice_step(mech.scale, mech.lattice_bits)  # the lattice lattice_laplace draws on
+        assert gamma == mech.lattice
+        drawn = gamma * float(effective_scale(mech.scale / gamma))
+        charged = cap * r / n + r * gamma  # per coordinate: each pixel moves by ≤ γ/2 when rounded
+        assert charged / drawn <= eps, (cap, n, eps, shape)
+        ideal = cap * r / n / eps
+        worst_excess = max(worst_excess, drawn / ideal - 1)
+    assert worst_excess < 1e-5
+
+
+@pytest.mark.parametrize(("eps", "shape"), [(0.05, (48, 64)), (10.0, (1, 1)), (1.0, (4, 6))])
+def test_heatmap_laplace_output_lies_on_the_charged_lattice_with_the_charged_scale(eps, shape):
+    mech = HeatmapLaplace(epsilon=eps, cap=3, n_observers=50, shape=shape)
+    maps = np.random.default_rng(1).poisson(1.0, (50, *shape)).astype(float)
+    clean = np.minimum(maps, 3).mean(axis=0)
+    out = np.array([mech.privatize(maps, secure_generator(7)) for _ in range(1)] + [
+        mech.privatize(maps, secure_generator()) for _ in range(max(1, 20_000 // (shape[0] * shape[1])))
+    ])
+    k = out / mech.lattice
+    assert np.array_equal(k, np.rint(k))  # every output is a multiple of the charged γ
+    noise = (out - clean).ravel()
+    np.testing.assert_allclose(np.abs(noise).mean(), mech.scale, rtol=0.05)  # E|Laplace(b)| = b
+
+
+def test_heatmap_gaussian_charges_the_lattice_of_its_final_sigma():
+    from streamdp.privacy.noise import lattice_step
+
+    for cap, n, eps, shape in HEATMAP_CONFIGS[::7]:
+        mech = HeatmapGaussian(epsilon=eps, delta=1e-6, cap=cap, n_observers=n, shape=shape)
+        r = shape[0] * shape[1]
+        charged = cap * math.sqrt(r) / n + math.sqrt(r) * lattice_step(mech.sigma)
+        assert gaussian_delta(mech.sigma, charged, eps) <= 1e-6 * (1 + 1e-9), (cap, n, eps, shape)

@@ -118,8 +118,9 @@ def _neon(tmp: Path) -> Path:
 
 SOURCES = {"synthetic": _synthetic, "capture-2d": _capture_2d, "neon": _neon}
 
-NEON_NAMED = replace(SHORT, blinks="given", camera="neon")
-NEON_AUTO = replace(SHORT, blinks="given")
+# the demo recording is short: chunks of 4 steps, so that two whole ones lie on the public grid
+NEON_NAMED = replace(SHORT, blinks="given", camera="neon", chunk_length=4)
+NEON_AUTO = replace(SHORT, blinks="given", chunk_length=4)
 CAPTURE_PATHS = ("replay", "relay", "plugin", "features")
 CASES = [
     *(("synthetic", SHORT, p) for p in CAPTURE_PATHS),
@@ -179,15 +180,16 @@ def through_relay(path: Path, config: SessionConfig, tmp: Path, want: int) -> Ou
     rec = read_recording(str(path))
     topics = ("gaze.", "blinks") if config.blinks == "given" else ("gaze.",)
     expected = sum(d["topic"].startswith(topics) for _, d in capture_datums(rec))
-    publisher = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000)
+    publisher = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000, publish_reproducible_noise_not_private=True)
     sub = connect_subscriber(publisher.endpoint, ("streamdp.features.",))
     payloads: list[bytes] = []
     try:
         assert publisher.wait_for_subscribers(1, timeout=5.0)
         session = Session(config, sinks=[publisher], source="simulated Capture")
         kept = session.keep_feature_rows()
-        with CaptureSimulator(rec, speed=0) as sim:
-            relay = Relay(session, remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
+        with CaptureSimulator(rec, speed=0, wait_for_subscriber=True, hwm=0) as sim:
+            # flat out, far faster than a Capture: an input queue for the whole stream (lossless)
+            relay = Relay(session, remote=sim.remote_address, heartbeat=0.2, timeout=0.3, max_backlog=1000.0)
             th = threading.Thread(target=relay.run, daemon=True)
             th.start()
             try:

@@ -26,11 +26,11 @@ from streamdp.network.subscriber import connect_subscriber
 from streamdp.pipeline import FeaturePipeline
 from streamdp.readers import read_recording
 from streamdp.session import Session
-from streamdp.status import SessionStatus
+from streamdp.stages.schedule import ReleaseSchedule
 from streamdp.synthetic import generate
 
 from .conftest import shared
-from .live_harness import live
+from .live_harness import LOSSLESS, live
 
 SYN = generate(duration=110.0, rate=200.0, seed=4).recording  # 160 steps: 5 chunks of 32
 
@@ -93,17 +93,17 @@ def test_no_raw_gaze_pupil_or_unsanitized_feature_leaves_the_relay():
     rows = FeaturePipeline().run(SYN)
     g = SYN.gaze
     raw = {float(v) for arr in (g.x, g.y, g.confidence, g.diameter) for v in arr.tolist() if np.isfinite(v)}
-    with live(SYN, _config()) as (_, _, sub):
+    with live(SYN, _config()) as (_, relay, sub):
         chunks, frames = _receive(sub, 4)
+        relay.session.publish_status()  # the counters go to the owner's socket, if any: never here
+        while sub.poll(200):
+            frames.append(sub.recv_multipart())
     assert len(chunks) == 4
-    allowed_topics = (b"streamdp.features.dcfpa", b"streamdp.status")
     for topic, payload in frames:
-        assert topic in allowed_topics
+        assert topic == b"streamdp.features.dcfpa"  # no status, no raw topic
         msg = msgpack.unpackb(payload, raw=False, strict_map_key=False)
-        if topic == b"streamdp.status":
-            assert all(isinstance(v, (int, float, str, bool)) for v in msg.values())
-            continue
-        assert set(msg) == {"topic", "schema_version", "names", "t", "values", "clipped_fraction", "ledger"}
+        # no clip rate either: it is a raw function of the gaze
+        assert set(msg) == {"topic", "schema_version", "names", "t", "values", "ledger"}
         values = np.array(msg["values"])
         assert values.shape == (32, 52)
         # nothing published equals a raw gaze, confidence or pupil value
@@ -144,20 +144,20 @@ def test_garbage_on_the_backbone_is_counted_and_skipped_without_changing_the_out
 def test_capture_restart_starts_a_new_segment_and_nothing_spans_it():
     first = generate(duration=80.0, rate=200.0, seed=1, start_time=5000.0).recording  # 100 steps
     second = generate(duration=80.0, rate=200.0, seed=2, start_time=10.0).recording  # clock reset
-    sink = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000)
+    sink = ReleasePublisher("tcp://127.0.0.1:0", sndhwm=100_000, publish_reproducible_noise_not_private=True)
     sub = connect_subscriber(sink.endpoint)
     assert sink.wait_for_subscribers(1, timeout=5.0)
     port = _free_port()
-    sim = CaptureSimulator(first, speed=0, remote_port=port)
+    sim = CaptureSimulator(first, speed=0, remote_port=port, **LOSSLESS)
     sim.start()
-    relay = Relay(_session(sink), remote=sim.remote_address, heartbeat=0.2, timeout=0.3)
+    relay = Relay(_session(sink), remote=sim.remote_address, heartbeat=0.2, timeout=0.3, max_backlog=3600.0)
     th = threading.Thread(target=relay.run, daemon=True)
     th.start()
     try:
         before, _ = _receive(sub, 2)
         assert sim.wait_until_finished(10)
         sim.stop()  # Capture quits ...
-        sim2 = CaptureSimulator(second, speed=0, remote_port=port)  # ... and comes back, clock reset
+        sim2 = CaptureSimulator(second, speed=0, remote_port=port, **LOSSLESS)  # ... and comes back, clock reset
         sim2.start()
         after: list[dict] = []
         while sum(m["t"][-1] < 100 for m in after) < 2:
@@ -176,8 +176,13 @@ def test_capture_restart_starts_a_new_segment_and_nothing_spans_it():
     assert len(old) + len(new) == len(after) and len(old) <= 1 and len(new) == 2
     assert all(np.allclose(np.diff(m["t"]), 0.5) for m in before + after)  # no chunk spans the restart
     assert relay.counters.reconnects + relay.counters.restarts >= 1
-    # the segment after the restart starts its own 30 s window
-    assert new[0]["t"][0] == pytest.approx(float(second.gaze.t[0]) + 30.0)
+    # the segment after the restart starts with the first chunk slot of the public grid whose
+    # steps all have a full 30 s window of the new segment
+    cfg = _config()
+    schedule = ReleaseSchedule(cfg.window, cfg.step, cfg.chunk_length)
+    slot = schedule.chunk_times(schedule.first_chunk(float(second.gaze.t[0])))
+    assert slot[0] >= float(second.gaze.t[0]) + cfg.window
+    assert new[0]["t"] == slot.tolist()
 
 
 def test_a_subscriber_that_vanishes_costs_nothing_and_others_keep_receiving():
@@ -189,7 +194,8 @@ def test_a_subscriber_that_vanishes_costs_nothing_and_others_keep_receiving():
 
 
 def test_budget_cap_reached_mid_session_stops_releases_and_says_so():
-    with live(SYN, _config(unit="session", budget=52.0 * 2)) as (_, relay, sub):
+    # ε is the total per chunk: a budget of two chunks' ε
+    with live(SYN, _config(unit="session", budget=2.0), status=True) as (_, relay, sub):
         chunks, _frames = [], []
         status = None
         while sub.poll(5000):
@@ -223,20 +229,24 @@ def test_curve_lets_only_allowed_clients_in(tmp_path):
     _, stranger_sec = zmq.auth.create_certificates(str(other_dir), "stranger")
     from streamdp.network.sink import CurveServer
 
-    sink = ReleasePublisher("tcp://127.0.0.1:0", curve=CurveServer(server_sec, clients_dir))
+    sink = ReleasePublisher(
+        "tcp://127.0.0.1:0", curve=CurveServer(server_sec, clients_dir), publish_reproducible_noise_not_private=True
+    )
     try:
         good = connect_subscriber(
-            sink.endpoint, ("streamdp.status",), server_public_key=server_pub, client_certificate=client_sec
+            sink.endpoint, ("streamdp.features.",), server_public_key=server_pub, client_certificate=client_sec
         )
         bad = connect_subscriber(
-            sink.endpoint, ("streamdp.status",), server_public_key=server_pub, client_certificate=stranger_sec
+            sink.endpoint, ("streamdp.features.",), server_public_key=server_pub, client_certificate=stranger_sec
         )
-        plain = connect_subscriber(sink.endpoint, ("streamdp.status",))
+        plain = connect_subscriber(sink.endpoint, ("streamdp.features.",))
         assert sink.wait_for_subscribers(1, timeout=5.0)
-        status = Session(_config()).status()
-        sink.publish_status(status)
+        release = Session.for_recording(_config(), SYN).run(SYN)[0]
+        sink.publish(release)
         assert good.poll(3000)
-        assert SessionStatus.from_message(msgpack.unpackb(good.recv_multipart()[1])) == status
+        topic, payload = good.recv_multipart()
+        assert topic == release.topic.encode()
+        assert msgpack.unpackb(payload, raw=False) == release.to_message()
         assert not bad.poll(300) and not plain.poll(300)
         assert sink.subscriptions == 1  # only the allowed client got in
     finally:
@@ -246,7 +256,7 @@ def test_curve_lets_only_allowed_clients_in(tmp_path):
 
 
 def test_pupil_remote_commands_answer_as_capture_does():
-    with CaptureSimulator(SYN, speed=0, wait_for_subscriber=True) as sim:
+    with CaptureSimulator(SYN, speed=0, wait_for_subscriber=True) as sim:  # nothing plays: the clock stands
         req = zmq.Context.instance().socket(zmq.REQ)
         req.linger = 0
         req.connect(sim.remote_address)
@@ -272,7 +282,7 @@ def test_pupil_remote_commands_answer_as_capture_does():
         sub.setsockopt(zmq.SUBSCRIBE, b"notify.")
         note = msgpack.packb({"subject": "recording.should_start"}, use_bin_type=True)
         while True:  # resend until the subscription has reached the backbone
-            assert ask(b"notify.recording.should_start", note) == "Notification received"
+            assert ask(b"notify.recording.should_start", note) == "Message forwarded."
             if sub.poll(100):
                 break
         topic, payload = sub.recv_multipart()
@@ -323,8 +333,8 @@ def test_sigterm_mid_chunk_stops_the_relay_cleanly_without_a_partial_chunk(tmp_p
                 endpoint,
                 "--chunk-length",
                 "32",
-                "--seed",
-                "1",
+                "--status-bind",
+                f"tcp://127.0.0.1:{_free_port()}",
             ],
             stderr=subprocess.PIPE,
             text=True,
@@ -350,14 +360,16 @@ def test_sigterm_mid_chunk_stops_the_relay_cleanly_without_a_partial_chunk(tmp_p
 
 
 def test_to_backbone_publishes_releases_onto_captures_backbone_for_its_recorder():
-    sink = ReleasePublisher("tcp://127.0.0.1:0")
+    sink = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=True)
     sim = CaptureSimulator(SYN, speed=0)
     sim.start()
     backbone = zmq.Context.instance().socket(zmq.SUB)
     backbone.linger = 0
     backbone.connect(f"tcp://127.0.0.1:{sim.ports.sub}")
     backbone.setsockopt(zmq.SUBSCRIBE, b"streamdp.")
-    relay = Relay(_session(sink), remote=sim.remote_address, to_backbone=True, heartbeat=0.2, timeout=0.3)
+    relay = Relay(
+        _session(sink), remote=sim.remote_address, to_backbone=True, heartbeat=0.2, timeout=0.3, max_backlog=3600.0
+    )
     th = threading.Thread(target=relay.run, daemon=True)
     th.start()
     try:

@@ -22,6 +22,7 @@ from streamdp.privacy import (
     MECHANISMS,
     OFFLINE_MECHANISMS,
     BaseMechanism,
+    DCFPABozkir,
     FourierPerturbation,
     HeatmapGaussian,
     HeatmapLaplace,
@@ -32,9 +33,11 @@ from streamdp.privacy import (
     WholeSignalFPA,
     cfpa,
     dcfpa,
+    dcfpa_bozkir,
     default_profile,
     make_mechanism,
 )
+from streamdp.privacy.mechanisms import DCFPA_DEFAULT_K, DEFAULT_LEVEL_SHARE
 
 B = default_profile()
 ONE = B.select([0])
@@ -48,12 +51,13 @@ VALID = {
     LPA: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
     CFPA: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
     DCFPA: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
+    DCFPABozkir: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
     Steil: {"epsilon": 1.0, "bounds": B, "chunk_length": 32},
     FPA: {"epsilon": 1.0, "bounds": B},
     HeatmapLaplace: {"epsilon": 1.0, "cap": 2, "n_observers": 10, "shape": SHAPE},
     HeatmapGaussian: {"epsilon": 1.0, "delta": 1e-5, "cap": 2, "n_observers": 10, "shape": SHAPE},
 }
-FOURIER = (CFPA, DCFPA)
+FOURIER = (CFPA, DCFPA, DCFPABozkir)
 
 # (parameter, bad value, error, classes it applies to or None for every class taking the parameter)
 BAD_VALUES = [
@@ -64,6 +68,13 @@ BAD_VALUES = [
     ("epsilon", -1.0, ValueError, None),
     ("epsilon", math.nan, ValueError, None),
     ("epsilon", math.inf, ValueError, None),
+    # (given alone: both keywords at once are refused, see test_epsilon_keywords_are_exclusive...)
+    ("epsilon_per_feature", "1", TypeError, None),
+    ("epsilon_per_feature", True, TypeError, None),
+    ("epsilon_per_feature", 0, ValueError, None),
+    ("epsilon_per_feature", -1.0, ValueError, None),
+    ("epsilon_per_feature", math.nan, ValueError, None),
+    ("epsilon_per_feature", math.inf, ValueError, None),
     ("bounds", {"lo": 0}, TypeError, None),
     ("bounds", None, TypeError, None),
     ("chunk_length", 32.0, TypeError, None),
@@ -90,6 +101,12 @@ BAD_VALUES = [
     ("k_epsilon_share", 0.0, ValueError, None),
     ("k_epsilon_share", 1.0, ValueError, None),
     ("k_epsilon_share", math.nan, ValueError, None),
+    ("level_share", "0.5", TypeError, None),
+    ("level_share", True, TypeError, None),
+    ("level_share", None, TypeError, None),
+    ("level_share", 0.0, ValueError, None),
+    ("level_share", 1.0, ValueError, None),
+    ("level_share", math.nan, ValueError, None),
     ("window", 2.0, TypeError, None),
     ("window", 0, ValueError, None),
     ("window", 5, ValueError, None),  # does not divide n = 32
@@ -113,6 +130,8 @@ def _bad_value_cases():
             if param in cls.parameters and (only is None or cls in only):
                 extra = {"k": "private"} if param == "k_epsilon_share" else {}
                 kwargs = {**valid, **extra, param: value}
+                if param == "epsilon_per_feature":
+                    del kwargs["epsilon"]
                 yield pytest.param(cls, kwargs, param, value, error, id=f"{cls.__name__}-{param}={value!r}")
 
 
@@ -135,9 +154,21 @@ def test_k_epsilon_share_is_refused_with_a_fixed_k():
         DCFPA(epsilon=1.0, bounds=B, chunk_length=32, k=3, k_epsilon_share=0.2)
 
 
+def test_level_share_and_k_epsilon_share_must_leave_some_epsilon_for_the_coefficients():
+    with pytest.raises(ValueError, match=r"level_share \+ k_epsilon_share must be < 1, got 0\.6 \+ 0\.4"):
+        DCFPA(epsilon=1.0, bounds=B, chunk_length=32, k="private", k_epsilon_share=0.4, level_share=0.6)
+
+
 def _inapplicable_cases():
     every = {p for cls in MECHANISMS.values() for p in cls.parameters}
-    sample = {"transform": "dft", "k": 3, "sensitivity": "bound", "k_epsilon_share": 0.1, "window": 8}
+    sample = {
+        "transform": "dft",
+        "k": 3,
+        "sensitivity": "bound",
+        "k_epsilon_share": 0.1,
+        "window": 8,
+        "level_share": 0.5,
+    }
     for name, cls in MECHANISMS.items():
         for param in sorted(every - set(cls.parameters)):
             for value in (sample[param], None):
@@ -169,11 +200,21 @@ def _instances():
 
 
 # the public arrays each class exposes: all of them must be frozen
+_FOURIER_ARRAYS = {
+    "feature_epsilons",
+    "sensitivities",
+    "noise_scales",
+    "sensitivity",
+    "noise_scale",
+    "k_candidates",
+    "delta2",
+}
 ARRAYS = {
-    LPA: {"sensitivity", "noise_scale"},
-    Steil: {"sensitivity", "noise_scale"},
-    CFPA: {"sensitivities", "noise_scales", "sensitivity", "noise_scale", "k_candidates", "delta2"},
-    DCFPA: {"sensitivities", "noise_scales", "sensitivity", "noise_scale", "k_candidates", "delta2"},
+    LPA: {"feature_epsilons", "sensitivity", "noise_scale"},
+    Steil: {"feature_epsilons", "sensitivity", "noise_scale"},
+    CFPA: _FOURIER_ARRAYS,
+    DCFPA: _FOURIER_ARRAYS | {"level_sensitivity", "level_noise_scale"},
+    DCFPABozkir: _FOURIER_ARRAYS,
     FPA: set(),
     HeatmapLaplace: set(),
     HeatmapGaussian: set(),
@@ -201,6 +242,10 @@ def test_noise_scales_cannot_be_shrunk_in_place():
     with pytest.raises(ValueError, match="read-only"):
         m.noise_scale[:] = 1e-9
     np.testing.assert_array_equal(m.noise_scale, before)
+    with pytest.raises(ValueError, match="read-only"):
+        m.level_noise_scale[:] = 1e-9
+    with pytest.raises(ValueError, match="read-only"):
+        m.feature_epsilons[:] = 1e9  # a larger ε_f would not shrink the noise, but the ledger would lie
 
 
 @pytest.mark.parametrize("mech", list(_instances()))
@@ -232,9 +277,21 @@ def test_a_copy_is_the_same_mechanism_validated_and_frozen_again(mech):
     [
         pytest.param(
             DCFPA(epsilon=1.0, bounds=B, chunk_length=64),
-            "DCFPA(epsilon=1.0, chunk_length=64, transform='dft', k=1, sensitivity='bound', "
-            "bounds=<'default', 52 features>)",
+            "DCFPA(epsilon=1.0, chunk_length=64, transform='dft', k=1, sensitivity='reachable', "
+            "level_share=0.5, bounds=<'default', 52 features>)",
             id="dcfpa",
+        ),
+        pytest.param(
+            DCFPA(epsilon_per_feature=1, bounds=B, chunk_length=32, level_share=0.25),
+            "DCFPA(epsilon_per_feature=1.0, chunk_length=32, transform='dft', k=1, sensitivity='reachable', "
+            "level_share=0.25, bounds=<'default', 52 features>)",
+            id="dcfpa-per-feature",
+        ),
+        pytest.param(
+            DCFPABozkir(epsilon=52.0, bounds=B, chunk_length=32),
+            "DCFPABozkir(epsilon=52.0, chunk_length=32, transform='dft', k=1, sensitivity='bound', "
+            "bounds=<'default', 52 features>)",
+            id="dcfpa-bozkir",
         ),
         pytest.param(
             CFPA(epsilon=2, bounds=B, chunk_length=32, transform="dct", k="private", sensitivity="tight"),
@@ -269,18 +326,26 @@ def test_repr_shows_the_public_parameters(mech, text):
 
 
 def test_describe_keeps_the_ledger_entries():
-    assert make_mechanism("dcfpa", epsilon=1.0, bounds=B, chunk_length=64, k=16, sensitivity="tight").describe() == {
+    # ε is the total of a chunk; the ledger also shows what each feature got
+    assert make_mechanism("dcfpa", epsilon=52.0, bounds=B, chunk_length=64, k=16, sensitivity="tight").describe() == {
         "mechanism": "dcfpa",
+        "epsilon": 52.0,
         "epsilon_per_feature": 1.0,
+        "weights": "equal",
         "chunk_length": 64,
         "transform": "dft",
         "k": 16,
         "k_epsilon_share": 0.0,
         "sensitivity": "tight-upper",
+        "level_share": 0.5,
     }
-    assert make_mechanism("cfpa", epsilon=1.0, bounds=B, chunk_length=32, transform="dct", k="private").describe() == {
+    assert make_mechanism(
+        "cfpa", epsilon_per_feature=1.0, bounds=B, chunk_length=32, transform="dct", k="private"
+    ).describe() == {
         "mechanism": "cfpa",
+        "epsilon": 52.0,
         "epsilon_per_feature": 1.0,
+        "weights": "equal",
         "chunk_length": 32,
         "transform": "dct",
         "k": "private",
@@ -289,39 +354,69 @@ def test_describe_keeps_the_ledger_entries():
     }
     assert make_mechanism("lpa", epsilon=2.0, bounds=B, chunk_length=32).describe() == {
         "mechanism": "lpa",
-        "epsilon_per_feature": 2.0,
+        "epsilon": 2.0,
+        "epsilon_per_feature": 2.0 / 52,
+        "weights": "equal",
         "chunk_length": 32,
     }
+    bozkir = make_mechanism("dcfpa-bozkir", epsilon=26.0, bounds=B, chunk_length=32, sensitivity="reachable")
+    assert bozkir.describe() == {
+        "mechanism": "dcfpa-bozkir",
+        "epsilon": 26.0,
+        "epsilon_per_feature": 0.5,
+        "weights": "equal",
+        "chunk_length": 32,
+        "transform": "dft",
+        "k": 1,
+        "k_epsilon_share": 0.0,
+        "sensitivity": "reachable",
+    }
+
+
+def test_default_k_is_public_per_mechanism_and_chunk_length():
+    for n in (16, 32, 64, 128, 256):
+        assert CFPA(epsilon=1.0, bounds=B, chunk_length=n).k == DEFAULT_K[n]
+        assert DCFPABozkir(epsilon=1.0, bounds=B, chunk_length=n).k == DEFAULT_K[n]
+        for transform in ("dft", "dct"):
+            assert DCFPA(epsilon=1.0, bounds=B, chunk_length=n, transform=transform).k == DCFPA_DEFAULT_K[transform][n]
+    assert DCFPA(epsilon=1.0, bounds=B, chunk_length=32).level_share == DEFAULT_LEVEL_SHARE
 
 
 def test_the_fourier_base_is_abstract_and_differences_is_a_class_property():
     with pytest.raises(TypeError, match="abstract"):
         FourierPerturbation(epsilon=1.0, bounds=B, chunk_length=32)
-    assert (CFPA.differences, DCFPA.differences) == (False, True)
-    with pytest.raises(TypeError, match="differences"):
-        DCFPA(epsilon=1.0, bounds=B, chunk_length=32, differences=False)
+    assert (CFPA.preparation, DCFPA.preparation, DCFPABozkir.preparation) == (
+        "values",
+        "differences",
+        "first-and-differences",
+    )
+    for param in ("differences", "preparation"):
+        with pytest.raises(TypeError, match=param):
+            DCFPA(epsilon=1.0, bounds=B, chunk_length=32, **{param: "values"})
 
 
 def test_old_names_are_the_new_classes():
     assert (LaplacePerturbation, SteilSubsampling, WholeSignalFPA) == (LPA, Steil, FPA)
     assert type(cfpa(epsilon=1.0, bounds=B, chunk_length=32)) is CFPA
     assert type(dcfpa(epsilon=1.0, bounds=B, chunk_length=32)) is DCFPA
+    assert type(dcfpa_bozkir(epsilon=1.0, bounds=B, chunk_length=32)) is DCFPABozkir
 
 
 # ---------------------------------------------------------------- the registry
 
 
 def _concrete_subclasses(base):
+    """The concrete subclasses the package ships (tests define broken variants of their own)."""
     out = set()
     for sub in base.__subclasses__():
         out |= _concrete_subclasses(sub)
-        if not inspect.isabstract(sub):
+        if not inspect.isabstract(sub) and sub.__module__.startswith("streamdp."):
             out.add(sub)
     return out
 
 
 def test_registries_are_complete_and_named_by_the_classes():
-    assert list(MECHANISMS) == ["lpa", "cfpa", "dcfpa", "steil"]
+    assert list(MECHANISMS) == ["lpa", "cfpa", "dcfpa", "dcfpa-bozkir", "steil"]
     assert all(cls.name == name for name, cls in MECHANISMS.items())
     assert set(MECHANISMS.values()) == _concrete_subclasses(Mechanism)
     assert dict(OFFLINE_MECHANISMS) == {"fpa": FPA}
@@ -330,7 +425,10 @@ def test_registries_are_complete_and_named_by_the_classes():
     assert every == _concrete_subclasses(BaseMechanism)
 
 
-@pytest.mark.parametrize("registry", [MECHANISMS, OFFLINE_MECHANISMS, HEATMAP_MECHANISMS, DEFAULT_K])
+@pytest.mark.parametrize(
+    "registry",
+    [MECHANISMS, OFFLINE_MECHANISMS, HEATMAP_MECHANISMS, DEFAULT_K, DCFPA_DEFAULT_K, DCFPA_DEFAULT_K["dft"]],
+)
 def test_registries_are_read_only(registry):
     key = next(iter(registry))
     with pytest.raises(TypeError):
@@ -345,10 +443,13 @@ def test_registries_are_read_only(registry):
     ("name", "error", "message"),
     [
         pytest.param(
-            "wavelet", ValueError, "^mechanism must be one of lpa, cfpa, dcfpa, steil, got 'wavelet'$", id="unknown"
+            "wavelet",
+            ValueError,
+            "^mechanism must be one of lpa, cfpa, dcfpa, dcfpa-bozkir, steil, got 'wavelet'$",
+            id="unknown",
         ),
         pytest.param("fpa", ValueError, "got 'fpa' \\(an offline mechanism", id="offline"),
-        pytest.param("DCFPA", ValueError, "one of lpa, cfpa, dcfpa, steil", id="case"),
+        pytest.param("DCFPA", ValueError, "one of lpa, cfpa, dcfpa, dcfpa-bozkir, steil", id="case"),
         pytest.param(3, TypeError, "^mechanism must be a str, got 3$", id="not-a-str"),
     ],
 )

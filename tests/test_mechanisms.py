@@ -17,6 +17,7 @@ from streamdp.privacy import (
     make_mechanism,
     secure_generator,
 )
+from streamdp.privacy.mechanisms import dcfpa_bozkir
 from streamdp.privacy.transforms import l1_sensitivity, make_transform
 
 B = default_profile()
@@ -59,7 +60,12 @@ def _x(n=32, seed=0):
         pytest.param(
             {"transform": "wavelet"}, ValueError, "transform must be 'dft' or 'dct', got 'wavelet'", id="transform"
         ),
-        pytest.param({"sensitivity": "loose"}, ValueError, "sensitivity must be 'bound' or 'tight'", id="sensitivity"),
+        pytest.param(
+            {"sensitivity": "loose"},
+            ValueError,
+            "sensitivity must be 'bound', 'tight' or 'reachable'",
+            id="sensitivity",
+        ),
         pytest.param({"bounds": {"lo": 0}}, TypeError, "bounds must be a BoundsProfile", id="bounds-type"),
         pytest.param(
             {"k": "private", "k_epsilon_share": 1.0}, ValueError, "k_epsilon_share must be in \\(0, 1\\)", id="k-share"
@@ -114,12 +120,17 @@ def test_seeded_runs_reproduce_and_unseeded_runs_differ(name):
 
 
 def test_clipping_is_reported():
-    m = dcfpa(epsilon=1.0, bounds=B, chunk_length=32)
+    m = dcfpa_bozkir(epsilon=1.0, bounds=B, chunk_length=32)
     x = _x()
     assert m.privatize(x, secure_generator(0)).clipped_fraction == 0.0
     x[3, 0] = B.hi[0] + 10  # out of range, and two differences beyond r
     frac = m.privatize(x, secure_generator(0)).clipped_fraction
     assert frac == pytest.approx(3 / (32 * 52 + 31 * 52))
+    # the level-keeping DCFPA clamps the chunk into the reachable set: the spike, and the values
+    # after it by the net correction of the two clipped steps, in that feature only
+    lk = dcfpa(epsilon=1.0, bounds=B, chunk_length=32)
+    assert lk.privatize(_x(), secure_generator(0)).clipped_fraction == 0.0
+    assert lk.privatize(x, secure_generator(0)).clipped_fraction == pytest.approx(29 / (32 * 52))
 
 
 def test_huge_epsilon_returns_the_truncated_reconstruction():
@@ -128,20 +139,28 @@ def test_huge_epsilon_returns_the_truncated_reconstruction():
         for m in (
             cfpa(epsilon=1e12, bounds=B, chunk_length=64, transform=transform, k=k),
             dcfpa(epsilon=1e12, bounds=B, chunk_length=64, transform=transform, k=k),
+            dcfpa_bozkir(epsilon=1e12, bounds=B, chunk_length=64, transform=transform, k=k),
         ):
             xh, _ = m._prepare(x)
             got = m.privatize(x, secure_generator(0)).values
             np.testing.assert_allclose(got, m.noiseless(xh), rtol=0, atol=1e-6 * B.width.max())
-    lossless = dcfpa(epsilon=1e12, bounds=B, chunk_length=64, transform="dct", k=64)
-    np.testing.assert_allclose(lossless.privatize(x, secure_generator(0)).values, x, atol=1e-6 * B.width.max())
+    for lossless in (
+        dcfpa(epsilon=1e12, bounds=B, chunk_length=64, transform="dct", k=64, sensitivity="bound"),
+        dcfpa_bozkir(epsilon=1e12, bounds=B, chunk_length=64, transform="dct", k=64),
+    ):
+        np.testing.assert_allclose(lossless.privatize(x, secure_generator(0)).values, x, atol=1e-6 * B.width.max())
 
 
 def test_lpa_and_steil_scales_follow_their_documented_formulas():
-    lpa = LaplacePerturbation(epsilon=2.0, bounds=B, chunk_length=32)
+    lpa = LaplacePerturbation(epsilon_per_feature=2.0, bounds=B, chunk_length=32)
     # within the lattice charge of m·γ, γ ≈ 2^-20 of the scale
     np.testing.assert_allclose(lpa.noise_scale, 32 * B.width / 2.0, rtol=1e-4)
-    st = SteilSubsampling(epsilon=2.0, bounds=B, chunk_length=32, window=8)
-    np.testing.assert_allclose(st.noise_scale, 2 * (32 / 8) * B.width / 2.0, rtol=1e-4)
+    # Steil at its exact scale Δu/ε (the paper's 2Δu/ε is ε/2-DP)
+    st = SteilSubsampling(epsilon_per_feature=2.0, bounds=B, chunk_length=32, window=8)
+    np.testing.assert_allclose(st.noise_scale, (32 / 8) * B.width / 2.0, rtol=1e-4)
+    # a total ε is split over the 52 features
+    total = LaplacePerturbation(epsilon=104.0, bounds=B, chunk_length=32)
+    np.testing.assert_allclose(total.noise_scale, lpa.noise_scale)
 
 
 @pytest.mark.parametrize(
@@ -149,10 +168,10 @@ def test_lpa_and_steil_scales_follow_their_documented_formulas():
 )
 def test_fourier_scales_follow_the_corrected_proof(transform, gain):
     n, k, eps = 64, 3, 0.5
-    m = dcfpa(epsilon=eps, bounds=B, chunk_length=n, transform=transform, k=k)
+    m = dcfpa_bozkir(epsilon_per_feature=eps, bounds=B, chunk_length=n, transform=transform, k=k)
     delta2 = np.sqrt(B.width**2 + (n - 1) * (2 * B.step_bound) ** 2)
     np.testing.assert_allclose(m.noise_scale, gain(n, k) * delta2 / eps, rtol=1e-5)
-    c = cfpa(epsilon=eps, bounds=B, chunk_length=n, transform=transform, k=k)
+    c = cfpa(epsilon_per_feature=eps, bounds=B, chunk_length=n, transform=transform, k=k)
     np.testing.assert_allclose(c.noise_scale, gain(n, k) * math.sqrt(n) * B.width / eps, rtol=1e-5)
 
 
@@ -172,22 +191,24 @@ def test_exact_sensitivity_is_the_maximum_over_all_vertices_and_below_the_closed
 
 
 def test_tight_mode_gives_less_noise_and_says_whether_it_is_exact():
-    bound = dcfpa(epsilon=1.0, bounds=B, chunk_length=64, k=2)
-    tight = dcfpa(epsilon=1.0, bounds=B, chunk_length=64, k=2, sensitivity="tight")
+    bound = dcfpa_bozkir(epsilon=1.0, bounds=B, chunk_length=64, k=2)
+    tight = dcfpa_bozkir(epsilon=1.0, bounds=B, chunk_length=64, k=2, sensitivity="tight")
+    reach = dcfpa_bozkir(epsilon=1.0, bounds=B, chunk_length=64, k=2, sensitivity="reachable")
     assert np.all(tight.noise_scale < bound.noise_scale)
-    assert tight.describe()["sensitivity"] == "tight"
-    big = dcfpa(epsilon=1.0, bounds=B, chunk_length=64, k=16, sensitivity="tight")  # 31 coefficients
+    assert np.all(reach.noise_scale < tight.noise_scale)
+    assert tight.describe()["sensitivity"] == "tight" and reach.describe()["sensitivity"] == "reachable"
+    big = dcfpa_bozkir(epsilon=1.0, bounds=B, chunk_length=64, k=16, sensitivity="tight")  # 31 coefficients
     assert big.describe()["sensitivity"] == "tight-upper"
-    assert np.all(big.noise_scale <= dcfpa(epsilon=1.0, bounds=B, chunk_length=64, k=16).noise_scale)
+    assert np.all(big.noise_scale <= dcfpa_bozkir(epsilon=1.0, bounds=B, chunk_length=64, k=16).noise_scale)
 
 
 def test_private_k_spends_its_share_and_reports_the_choice():
-    m = dcfpa(epsilon=2.0, bounds=B, chunk_length=32, k="private", k_epsilon_share=0.25)
+    m = dcfpa_bozkir(epsilon=2.0, bounds=B, chunk_length=32, k="private", k_epsilon_share=0.25)
     out = m.privatize(_x(), secure_generator(0))
     assert out.k.shape == (52,) and np.all((out.k >= 1) & (out.k <= 16))
     assert m.describe()["k"] == "private" and m.describe()["k_epsilon_share"] == 0.25
     # the FPA part runs at 75 % of ε
-    fixed = dcfpa(epsilon=1.5, bounds=B, chunk_length=32, k=1)
+    fixed = dcfpa_bozkir(epsilon=1.5, bounds=B, chunk_length=32, k=1)
     np.testing.assert_allclose(m.noise_scales[0], fixed.noise_scale)
 
 

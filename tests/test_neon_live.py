@@ -17,7 +17,7 @@ events_mod = pytest.importorskip("pupil_labs.realtime_api.streaming.eye_events")
 
 from streamdp.config import SessionConfig  # noqa: E402
 from streamdp.network.neon import NeonDecoder, NeonRelay  # noqa: E402
-from streamdp.network.sink import ReleasePublisher  # noqa: E402
+from streamdp.network.sink import ReleasePublisher, StatusPublisher  # noqa: E402
 from streamdp.network.subscriber import connect_subscriber  # noqa: E402
 from streamdp.session import Session  # noqa: E402
 from streamdp.sinks import CollectingSink  # noqa: E402
@@ -95,8 +95,8 @@ def test_blink_events_only():
 
 def test_a_session_left_to_the_source_camera_must_be_built_for_the_device():
     with pytest.raises(ValueError, match="build it with Session\\(config, camera='neon'\\)"):
-        NeonRelay(Session(SessionConfig()), ReplayDevice([]))
-    NeonRelay(Session(SessionConfig(camera="pupil_core_720p")), ReplayDevice([]))  # explicit: the user's choice
+        NeonRelay(Session(SessionConfig(blinks="given")), ReplayDevice([]))
+    NeonRelay(Session(SessionConfig(camera="pupil_core_720p", blinks="given")), ReplayDevice([]))
     with pytest.raises(TypeError, match="session must be a Session"):
         NeonRelay(SessionConfig(), ReplayDevice([]))
 
@@ -142,10 +142,10 @@ def eyestates(recording, scene=(1600.0, 1200.0)):
 
 def test_neon_relay_publishes_sanitized_chunks_and_closes_the_device():
     rec = generate(duration=75.0, rate=200.0, seed=8, fov_deg=(103.0, 77.0)).recording
-    sink = ReleasePublisher("tcp://127.0.0.1:0")
+    sink = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=True)
     sub = connect_subscriber(sink.endpoint)
     assert sink.wait_for_subscribers(1, timeout=5.0)
-    session = Session(SessionConfig(chunk_length=32), sinks=[sink], seed=2, camera="neon")
+    session = Session(SessionConfig(chunk_length=32, blinks="given"), sinks=[sink], seed=2, camera="neon")
     device = ReplayDevice(eyestates(rec))
     relay = NeonRelay(session, device)
     th = threading.Thread(target=relay.run, daemon=True)
@@ -166,7 +166,7 @@ def test_neon_relay_publishes_sanitized_chunks_and_closes_the_device():
     assert session.counters.received == len(rec.gaze)
 
 
-def test_neon_relay_takes_blinks_from_eye_events_when_given():
+def test_neon_relay_takes_blinks_from_the_devices_eye_events():
     rec = generate(duration=40.0, rate=200.0, seed=3, fov_deg=(103.0, 77.0)).recording
     assert rec.blinks is not None and len(rec.blinks.start) >= 2
     events = [
@@ -190,7 +190,7 @@ def test_a_clock_going_back_restarts_the_windows():
     data = eyestates(rec)
     half = len(data) // 2
     back = [d._replace(timestamp_unix_seconds=d.timestamp_unix_seconds - 1000.0) for d in data[half:]]
-    session = Session(SessionConfig(chunk_length=8, window=4.0, step=0.25), seed=1, camera="neon")
+    session = Session(SessionConfig(chunk_length=8, window=4.0, step=0.25, blinks="given"), seed=1, camera="neon")
     relay = NeonRelay(session, ReplayDevice(data[:half] + back))
     relay.device.relay = relay
     relay.run()
@@ -242,13 +242,16 @@ def _statuses(sub, until, timeout=10.0):
 def test_neon_relay_publishes_its_status_every_interval_and_when_it_stops():
     rec = generate(duration=20.0, rate=200.0, seed=5, fov_deg=(103.0, 77.0)).recording
     data = eyestates(rec)
-    publisher = ReleasePublisher("tcp://127.0.0.1:0")
+    publisher = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=True)
+    owner = StatusPublisher("tcp://127.0.0.1:0")  # status goes to the device owner's socket only
     sub = zmq.Context.instance().socket(zmq.SUB)
     sub.linger = 0
-    sub.connect(publisher.endpoint)
+    sub.connect(publisher.endpoint)  # the one subscriber the status counts
+    sub.connect(owner.endpoint)
     sub.setsockopt(zmq.SUBSCRIBE, b"streamdp.status")
     assert publisher.wait_for_subscribers(1, timeout=5.0)
-    session = Session(SessionConfig(chunk_length=32), sinks=[publisher], seed=2, camera="neon")
+    sinks = [publisher, owner]
+    session = Session(SessionConfig(chunk_length=32, blinks="given"), sinks=sinks, seed=2, camera="neon")
     device = WaitingDevice(data)
     relay = NeonRelay(session, device, status_interval=0.05)
     th = threading.Thread(target=relay.run, daemon=True)
@@ -263,6 +266,7 @@ def test_neon_relay_publishes_its_status_every_interval_and_when_it_stops():
         relay.stop()
         sub.close(linger=0)
         publisher.close()
+        owner.close()
     assert not th.is_alive()
     assert running and {s.event for s in running} == {StatusEvent.RUNNING}
     assert running[-1].received == len(data) and running[-1].subscribers == 1
@@ -274,7 +278,8 @@ def test_neon_relay_publishes_its_status_every_interval_and_when_it_stops():
 def test_neon_relay_publishes_no_running_status_before_its_interval():
     rec = generate(duration=10.0, rate=200.0, seed=6, fov_deg=(103.0, 77.0)).recording
     sink = CollectingSink()
-    session = Session(SessionConfig(chunk_length=8, window=4.0, step=0.25), sinks=[sink], seed=1, camera="neon")
+    config = SessionConfig(chunk_length=8, window=4.0, step=0.25, blinks="given")
+    session = Session(config, sinks=[sink], seed=1, camera="neon")
     relay = NeonRelay(session, ReplayDevice(eyestates(rec)))  # the default interval: 10 s
     relay.device.relay = relay
     relay.run()
@@ -291,6 +296,6 @@ def test_neon_relay_publishes_no_running_status_before_its_interval():
     ],
 )
 def test_a_bad_status_interval_is_refused(interval, error, message):
-    session = Session(SessionConfig(), camera="neon")
+    session = Session(SessionConfig(blinks="given"), camera="neon")
     with pytest.raises(error, match=message):
         NeonRelay(session, ReplayDevice([]), status_interval=interval)

@@ -18,6 +18,7 @@ import pytest
 from streamdp import InputError, StreamdpError
 from streamdp.cli import main
 from streamdp.config import SessionConfig
+from streamdp.offline.classify import label_utility
 from streamdp.offline.evaluate import (
     EVALUATE_MECHANISMS,
     LabelledRecording,
@@ -26,14 +27,10 @@ from streamdp.offline.evaluate import (
     lopo_splits,
     make_classifier,
     read_manifest,
-    reid_split,
-    reidentification,
     sanitize,
-    task_classification,
 )
 from streamdp.offline.replay import ReplayConfig, replay
 from streamdp.privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
-from streamdp.privacy.utility import mean_utility
 from streamdp.readers import read_recording
 from streamdp.schema import FEATURE_NAMES
 from streamdp.session import Session
@@ -60,15 +57,21 @@ CONFIG = ReplayConfig(chunk_length=32, seed=11)
 def test_replay_writes_csv_parquet_ledger_and_messages_per_recording(tmp_path, recordings):
     results = replay(recordings, tmp_path / "out", CONFIG, jobs=1, progress=False)
     out = tmp_path / "out"
-    assert [r.chunks for r in results] == [4, 3, 0]
+    assert [r.chunks for r in results] == [3, 2, 0]  # slots of the public grid with full windows
     assert "shorter than one chunk" in results[2].skipped
     assert [r.seed for r in results] == [11, 12, 13]
     header = (out / "rec0.csv").read_text().splitlines()[0].split(",")
     assert header == ["chunk_index", "t", *FEATURE_NAMES]
     table = np.loadtxt(out / "rec0.csv", delimiter=",", skiprows=1)
-    assert table.shape == (4 * 32, 54)
+    assert table.shape == (3 * 32, 54)
+    np.testing.assert_array_equal(table[:, 1] % 16.0, np.tile(np.arange(32) * 0.5, 3))  # t on the grid
     ledger = json.loads((out / "rec0.ledger.json").read_text())
-    assert ledger["seed"] == 11 and len(ledger["chunks"]) == 4 and ledger["chunks"][3]["epsilon_spent"] == 4 * 52.0
+    assert len(ledger["chunks"]) == 3 and ledger["chunks"][2]["epsilon_spent"] == 3 * 10.0
+    # seeded noise is said to be so, and the seed is never written beside the data
+    assert ledger["noise"] == "reproducible, not private" and "seed" not in ledger
+    assert all(c["generator"] == "reproducible, not private" and "clipped_fraction" not in c for c in ledger["chunks"])
+    for f in out.glob("*.json"):
+        assert '"seed": 1' not in f.read_text() and '"seed": null' in f.read_text()
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
@@ -90,7 +93,7 @@ def test_replay_gives_the_bytes_the_relay_publishes(tmp_path, recordings):
             topic, payload = sub.recv_multipart()
             if topic.startswith(b"streamdp.features."):
                 payloads.append(payload)
-    assert len(payloads) >= len(packed) - 1 >= 3  # the relay holds back its last 50 ms
+    assert len(payloads) >= len(packed) - 1 >= 2  # the relay holds back its last 50 ms
     assert payloads == packed[: len(payloads)]
 
 
@@ -98,14 +101,27 @@ def test_replay_ledger_states_the_session_configuration(tmp_path, recordings):
     replay(recordings[:1], tmp_path / "out", CONFIG, jobs=1, progress=False)
     ledger = json.loads((tmp_path / "out" / "rec0.ledger.json").read_text())
     summary = json.loads((tmp_path / "out" / "replay.json").read_text())
-    assert ledger["config"] == summary["config"] == json.loads(json.dumps(CONFIG.describe()))
+    shared = json.loads(json.dumps(dataclasses.replace(CONFIG, seed=None).describe()))
+    assert ledger["config"] == summary["config"] == shared
     assert ledger["config"]["chunk_length"] == 32 and ledger["config"]["camera"] == "auto"
+    assert ledger["config"]["seed"] is None and summary["noise"] == "reproducible, not private"
+
+
+def test_replay_writes_neither_the_identity_nor_the_ledger_folder(tmp_path, recordings):
+    config = ReplayConfig(chunk_length=32, unit="session", budget=1000.0, identity="alice@headset1",
+                          ledger_dir=str(tmp_path / "ledgers"))  # fmt: skip
+    replay(recordings[:1], tmp_path / "out", config, jobs=1, progress=False)
+    for f in (tmp_path / "out").glob("*.json"):
+        text = f.read_text()
+        assert "alice" not in text and str(tmp_path / "ledgers") not in text and '"seed": null' in text
+    summary = json.loads((tmp_path / "out" / "replay.json").read_text())
+    assert summary["noise"] == "private (OS entropy)"
 
 
 def test_replay_runs_without_tqdm(tmp_path, recordings, monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm", None)  # an absent optional extra: importing it fails
     results = replay(recordings[:1], tmp_path / "out", CONFIG, jobs=1, progress=True)
-    assert results[0].chunks == 4
+    assert results[0].chunks == 3
 
 
 def test_the_offline_modules_import_no_optional_extra():
@@ -249,21 +265,34 @@ def test_replay_with_every_recording_skipped_exits_1_and_writes_nothing(tmp_path
 
 
 def test_replay_json_is_a_configuration_a_replay_reads_back(tmp_path, recordings, capsys):
-    first, second = tmp_path / "first", tmp_path / "second"
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
     argv = ["replay", recordings[1], "--jobs", "1", "-q"]
     assert main([*argv, "--out", str(first), "--chunk-length", "32", "--seed", "9", "--transform", "dct"]) == 0
-    assert main([*argv, "--out", str(second), "--config", str(first / "replay.json")]) == 0
+    # the folder holds no seed: its configuration with the seed, kept apart, gives the same bytes
+    assert main([*argv, "--out", str(second), "--config", str(first / "replay.json"), "--seed", "9"]) == 0
     assert (second / "rec1.msgpack").read_bytes() == (first / "rec1.msgpack").read_bytes()
     config = json.loads((second / "replay.json").read_text())["config"]
-    assert SessionConfig.from_mapping(config) == SessionConfig(chunk_length=32, seed=9, transform="dct")
+    assert SessionConfig.from_mapping(config) == SessionConfig(chunk_length=32, transform="dct")
+    # and without the seed, fresh noise from the OS
+    assert main([*argv, "--out", str(third), "--config", str(first / "replay.json")]) == 0
+    assert (third / "rec1.msgpack").read_bytes() != (first / "rec1.msgpack").read_bytes()
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"{recordings[1]}: 3 sanitized chunks (seed 9) → {d}/rec1.*" for d in (first, second)]
+    seeded = "noise reproducible, not private"
+    assert out == [
+        f"{recordings[1]}: 2 sanitized chunks ({noise}) → {d}/rec1.*"
+        for d, noise in ((first, seeded), (second, seeded), (third, "noise private (OS entropy)"))
+    ]
 
 
 def test_replay_json_lines_are_the_results(tmp_path, recordings, capsys):
-    assert main(["replay", *recordings[1:], "--out", str(tmp_path / "o"), "--seed", "2", "--json", "-q"]) == 0
+    argv = ["replay", *recordings[1:], "--out", str(tmp_path / "o"), "--seed", "2", "--chunk-length", "32"]
+    assert main([*argv, "--json", "-q"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [(r["name"], r["chunks"], r["seed"]) for r in lines] == [("rec1", 1, 2), ("rec2", 0, 3)]
+    assert [(r["name"], r["chunks"], r["noise"]) for r in lines] == [
+        ("rec1", 2, "reproducible, not private"),
+        ("rec2", 0, "reproducible, not private"),
+    ]
+    assert all("seed" not in r for r in lines)
     assert lines[1]["skipped"].startswith("shorter than one chunk")
 
 
@@ -293,8 +322,10 @@ def test_sanitizing_is_the_session_core_chunk_by_chunk(labelled, mechanism):
     config = SessionConfig(mechanism=mechanism, epsilon=2.0, chunk_length=32)
     Session.for_recording(config, rec, sinks=[sink], seed=7).run(rec)
     np.testing.assert_array_equal(out.noisy, np.concatenate([r.values for r in sink.releases]))
-    np.testing.assert_array_equal(out.clean, lab.features[: len(out.noisy)])
-    assert len(out.noisy) == 32 * (len(lab.features) // 32) > 0
+    np.testing.assert_array_equal(out.t, np.concatenate([r.t for r in sink.releases]))
+    # the clean rows are the recording's at the released steps: whole slots of the public grid
+    np.testing.assert_array_equal(out.clean, lab.features[np.searchsorted(lab.t, out.t)])
+    assert len(out.noisy) == 32 * len(sink.releases) > 0 and np.all(out.t[::32] % 16.0 == 0.0)
 
 
 def test_no_noise_and_offline_fpa_take_the_same_chunked_steps(labelled):
@@ -308,7 +339,8 @@ def test_no_noise_and_offline_fpa_take_the_same_chunked_steps(labelled):
 
 def test_a_chunk_never_spans_a_gap_in_the_steps():
     rng = np.random.default_rng(0)
-    t = np.concatenate([np.arange(40) * 0.5, 100.0 + np.arange(40) * 0.5])  # two segments of 40 steps
+    # two segments of 40 steps, each starting a slot of 32 steps on the grid (16 s)
+    t = np.concatenate([np.arange(40) * 0.5, 96.0 + np.arange(40) * 0.5])
     lab = LabelledRecording("r", "P0", "read", rng.uniform(0, 1, (80, 52)), t)
     for mechanism in ("none", "dcfpa", "fpa"):
         (out,) = sanitize([lab], mechanism, 1.0, 32, seed=0)
@@ -332,7 +364,8 @@ def test_features_for_evaluation_are_the_session_cores(labelled):
 def test_offline_fpa_takes_the_configurations_parameters_and_refuses_what_it_does_not_take(labelled):
     _, lab = labelled
     config = SessionConfig(transform="dct", k=3)
-    (out,) = sanitize([lab], "fpa", 1.0, 32, seed=4, config=config)
+    (out,) = sanitize([lab], "fpa", 52.0, 32, seed=4, config=config)
+    # the grid's ε is a total: 52 over the 52 features is 1 each
     want = OFFLINE_MECHANISMS["fpa"](epsilon=1.0, bounds=config.bounds_profile(), transform="dct", k=3)
     np.testing.assert_array_equal(out.noisy, want.privatize(out.clean, config.rng(4)).values)
     with pytest.raises(TypeError, match="fpa does not take parameter 'sensitivity'"):
@@ -350,12 +383,6 @@ def test_a_grid_point_is_the_configuration_with_its_mechanism_epsilon_and_chunk_
     assert (cut.chunk_length, cut.step, cut.unit, cut.budget, cut.window) == (16, 0.5, "chunk", None, 20.0)
 
 
-def test_reid_split_takes_the_first_half_of_each_recording_for_training():
-    train, test = reid_split([4, 6])
-    assert train.tolist() == [0, 1, 4, 5, 6]
-    assert test.tolist() == [2, 3, 7, 8, 9]
-
-
 def test_leave_one_person_out_never_trains_on_the_held_out_person():
     groups = ["a", "a", "b", "c", "b", "c"]
     splits = list(lopo_splits(groups))
@@ -371,29 +398,6 @@ def test_standardization_is_fitted_on_the_training_fold_only():
     clf = make_classifier("svm", 40).fit(x_train, np.repeat([0, 1], 20))
     np.testing.assert_allclose(clf[0].mean_, x_train.mean(axis=0))
     assert clf.predict(x_test).shape == (10,)
-
-
-def test_classifiers_do_not_see_test_rows_while_fitting():
-    # features that are pure noise: any leak of test rows into training would let the decision
-    # tree, which memorizes its training set, recognize them
-    rng = np.random.default_rng(1)
-    signals = [rng.normal(size=(200, 52)) for _ in range(8)]
-    people = [f"P{i // 2}" for i in range(8)]
-    tasks = ["read", "search"] * 4
-    reid = reidentification(signals, people, every=1)
-    task = task_classification(signals, people, tasks, every=1)
-    assert reid["tree"][0] < 0.4  # 4 people: chance 0.25
-    assert task["tree"][0] < 0.65  # 2 tasks: chance 0.5
-
-
-def test_evaluation_finds_structure_where_there_is_some():
-    from streamdp.offline.evaluate import synthetic_study
-
-    recs = feature_signals(synthetic_study(people=3, seconds=150.0))
-    assert {r.participant for r in recs} == {"P0", "P1", "P2"}
-    signals = [r.features for r in recs]
-    people = [r.participant for r in recs]
-    assert np.mean([v[1] for v in reidentification(signals, people).values()]) > 0.8
 
 
 @pytest.mark.parametrize(
@@ -441,6 +445,8 @@ def test_evaluate_command_on_a_manifest_writes_tables_and_plots(tmp_path, capsys
             "2",
             "--sensitivity",
             "tight",
+            "--seeds",
+            "1",
             "--quiet",
         ]
     )
@@ -455,12 +461,13 @@ def test_evaluate_command_on_a_manifest_writes_tables_and_plots(tmp_path, capsys
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     assert "Chance: re-identification 0.50, task 0.50." in capsys.readouterr().out
     # the privacy options reached the grid point: its utility is that of the configured mechanism
-    (utility,) = [r["value"] for r in json.loads((out / "results.json").read_text()) if r["metric"] == "utility"]
+    rows = json.loads((out / "results.json").read_text())
+    (utility,) = [r["value"] for r in rows if r["metric"] == "utility" and r["target"] == "reading"]
     items = [(read_recording(p), person, task) for p, person, task in read_manifest(tmp_path / "manifest.csv")]
 
     def utility_of(config):
         pairs = sanitize(feature_signals(items, config), "dcfpa", 10.0, 32, 0, config)
-        return mean_utility(np.concatenate([p.clean for p in pairs]), np.concatenate([p.noisy for p in pairs]))
+        return label_utility(pairs, [task for _, _, task in items])["reading"]
 
     assert utility == utility_of(SessionConfig(transform="dct", k=2, sensitivity="tight", seed=0))
     assert utility != utility_of(SessionConfig(seed=0))
@@ -486,10 +493,26 @@ def test_evaluate_refuses_an_existing_folder_unless_overwrite(tmp_path, capsys):
     out = tmp_path / "eval"
     out.mkdir()
     (out / "mine.txt").write_text("keep")
-    argv = ["evaluate", "--out", str(out), "--people", "2", "--seconds", "90", "--mechanisms", "lpa"]
-    argv += ["--epsilons", "10"]
+    argv = ["evaluate", "--out", str(out), "--people", "2", "--seconds", "150", "--mechanisms", "lpa"]
+    argv += ["--epsilons", "10", "--seeds", "1", "--workers", "1"]
     assert main([*argv, "-q"]) == 2
     assert capsys.readouterr().err == f"streamdp evaluate: error: {out}: exists; pass --overwrite to replace it\n"
     assert main([*argv, "-q", "--overwrite"]) == 0
     assert (out / "results.csv").exists() and not (out / "mine.txt").exists()
     assert not list(tmp_path.glob(".eval.partial-*"))
+    # the configuration written beside the results is the shared one: no seed
+    written = json.loads((out / "evaluation.json").read_text())["config"]
+    assert written == json.loads(json.dumps(dataclasses.replace(SessionConfig(seed=0), seed=None).describe()))
+    rows = json.loads((out / "results.json").read_text())
+    assert {r["epsilon_chunk"] for r in rows if r["mechanism"] == "lpa"} == {10.0}
+
+
+def test_every_grid_point_states_the_epsilon_of_its_release():
+    from streamdp.offline.evaluate import GridPoint
+
+    base = SessionConfig()
+    assert GridPoint("lpa", 10.0, 32).epsilon_chunk(base) == 10.0
+    assert GridPoint("dcfpa", 2.4 * 52, 64).epsilon_chunk(base) == pytest.approx(2.4 * 52)
+    # offline FPA releases the whole recording once: the grid's ε, all features together
+    assert GridPoint("fpa", 10.0, 32).epsilon_chunk(base) == pytest.approx(10.0)
+    assert np.isnan(GridPoint("none", 0.0, 32).epsilon_chunk(base))

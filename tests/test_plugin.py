@@ -98,7 +98,7 @@ def test_plugin_publishes_the_releases_of_the_session_core(capture, backbone):
     g_pool, published = _run(capture, pub, {"epsilon": 1.0, "chunk_length": 32, "seed": 3})
     published += _end_of_stream(capture, g_pool)
     sink = CollectingSink()
-    Session.for_recording(SessionConfig(chunk_length=32), REC, sinks=[sink], seed=3).run(REC)
+    Session.for_recording(SessionConfig(epsilon=1.0, chunk_length=32), REC, sinks=[sink], seed=3).run(REC)
     want = [r.to_message() for r in sink.releases]
     assert len(want) >= 3
     received = _receive(sub)
@@ -107,7 +107,9 @@ def test_plugin_publishes_the_releases_of_the_session_core(capture, backbone):
         assert msg.pop("timestamp") == msg["t"][-1]  # for Capture's recorder: the last step time
     assert published == want
     plugin = next(iter(g_pool.plugins))
-    assert plugin.status.startswith(f"{len(published)} chunks released, ε spent {52 * len(published):g}")
+    # ε is the total per chunk
+    n = len(published)
+    assert plugin.status.startswith(f"{n} chunks released, ε spent {n:g} (dcfpa, ε 1 per chunk)")
 
 
 def test_recording_with_capture_writes_every_release_with_its_timestamp(capture, backbone, tmp_path):
@@ -242,11 +244,12 @@ def test_skipped_datums_are_counted_across_a_settings_change(capture, backbone):
 
 def test_settings_change_is_validated_and_keeps_the_budget_spent(capture, backbone):
     pub, _ = backbone
-    g_pool, published = _run(capture, pub, {"chunk_length": 32, "unit": "session", "budget": 10_000.0})
+    settings = {"epsilon": 1.0, "chunk_length": 32, "unit": "session", "budget": 10_000.0}
+    g_pool, published = _run(capture, pub, settings)
     plugin = next(iter(g_pool.plugins))
     old = plugin.session
     spent = old.status().epsilon_spent
-    assert spent == 52 * len(published) > 0
+    assert spent == 1.0 * len(published) > 0
     assert not plugin.update_settings(epsilon=-1.0)
     assert "epsilon must be finite and > 0" in plugin.error and plugin.epsilon == 1.0
     assert plugin.session is old
@@ -256,7 +259,7 @@ def test_settings_change_is_validated_and_keeps_the_budget_spent(capture, backbo
     assert plugin.error == "" and plugin.epsilon == 2.0 and plugin.session is not old
     assert plugin.session.config.epsilon == 2.0
     assert plugin.session.status().epsilon_spent == spent
-    assert plugin.status.startswith(f"{len(published)} chunks released, ε spent {spent:g} (dcfpa, 2/feature/chunk)")
+    assert plugin.status.startswith(f"{len(published)} chunks released, ε spent {spent:g} (dcfpa, ε 2 per chunk)")
 
 
 def test_a_seeded_plugin_never_reuses_its_noise_after_a_settings_change(capture, backbone):
@@ -286,8 +289,9 @@ def test_a_clock_change_restarts_the_session(capture, backbone):
 
 def test_budget_cap_stops_the_plugin_releasing(capture, backbone):
     pub, _ = backbone
-    g_pool, published = _run(capture, pub, {"chunk_length": 32, "unit": "session", "budget": 52.0 * 2})
+    settings = {"epsilon": 1.0, "chunk_length": 32, "unit": "session", "budget": 2.0}  # two chunks' ε
+    g_pool, published = _run(capture, pub, settings)
     plugin = next(iter(g_pool.plugins))
     assert len(published) == 2
-    assert plugin.status == "budget spent: ε 104 of 104 (session); nothing more is released"
+    assert plugin.status == "budget spent: ε 2 of 2 (session); nothing more is released"
     assert plugin.sink.last_status.budget_exhausted

@@ -9,6 +9,7 @@ from streamdp.pipeline import FeaturePipeline, PrivatePipeline
 from streamdp.privacy import dcfpa, default_profile, make_mechanism, secure_generator
 from streamdp.privacy.accountant import PrivacyUnit
 from streamdp.privacy.release import PrivateRelease, is_sealed
+from streamdp.stages.schedule import ReleaseSchedule
 from streamdp.synthetic import generate
 
 REC = generate(duration=100.0, rate=100.0, seed=3).recording
@@ -23,13 +24,18 @@ def _run(batch_size=None, seed=1, mech="dcfpa", unit=None):
 def test_releases_are_whole_chunks_with_their_ledger():
     rel = _run()
     rows = FeaturePipeline().run(REC)
-    assert len(rel) == len(rows) // 32 == 4
+    first = int(np.flatnonzero(np.rint(rows.t / 0.5) % 32 == 0)[0])  # chunks are public slots of the grid
+    assert len(rel) == (len(rows) - first) // 32 == 3
     for i, r in enumerate(rel):
         assert r.values.shape == (32, 52)
-        np.testing.assert_array_equal(r.t, rows.t[32 * i : 32 * (i + 1)])
+        np.testing.assert_array_equal(r.t, rows.t[first + 32 * i : first + 32 * (i + 1)])
         assert r.ledger["chunk_index"] == i and r.ledger["mechanism"] == "dcfpa"
-        assert r.ledger["epsilon_chunk"] == 52.0 and r.ledger["epsilon_spent"] == 52.0 * (i + 1)
-        assert r.ledger["raw_gaze_epsilon"] == 3 * 52.0
+        # ε is the total per chunk (all 52 features together), not per feature
+        assert r.ledger["epsilon_chunk"] == 1.0 and r.ledger["epsilon_spent"] == 1.0 * (i + 1)
+        # one raw sample reaches 3 chunks of 32 steps: its 8 s block + the link saccade + the
+        # 30 s window (raw_gaze_reach); one second of gaze 4 (it may straddle a block boundary)
+        assert r.ledger["raw_gaze_epsilon"] == 3 * 1.0 and r.ledger["raw_gaze_epsilon_second"] == 4 * 1.0
+        assert r.ledger["raw_gaze_guarantee"].startswith("raw gaze: one sample changes at most 3 chunks (ε ≤ 3)")
         assert r.topic == "streamdp.features.dcfpa"
 
 
@@ -47,21 +53,22 @@ def test_values_are_perturbed():
     assert not np.allclose(rel[0].values, rows.values[:32])
 
 
-def test_no_partial_chunk_is_released_across_a_gap_or_at_the_end():
-    a = generate(duration=50.0, rate=100.0, seed=1).recording.gaze  # 40 steps: one chunk + 8
+def test_every_chunk_slot_between_start_and_stop_is_released_through_a_gap():
+    a = generate(duration=50.0, rate=100.0, seed=1).recording.gaze
     b = generate(duration=50.0, rate=100.0, seed=2, start_time=float(a.t[-1]) + 60.0).recording.gaze
     m = dcfpa(epsilon=1.0, bounds=B, chunk_length=32)
     pipe = PrivatePipeline(m, rng=secure_generator(0))
     rel = pipe.update(GazeBatch.concat([a, b])) + pipe.flush()
-    assert len(rel) == 2
-    assert rel[0].t[-1] < a.t[-1] < b.t[0] < rel[1].t[0]
-    assert all(np.allclose(np.diff(r.t), 0.5) for r in rel)
-    assert pipe.chunker.dropped_steps == 16
+    slots = ReleaseSchedule(30.0, 0.5, 32).chunks_between(float(a.t[0]), float(b.t[-1]))
+    assert len(rel) == len(slots) == 7  # the 60 s gap moves nothing
+    for c, r in zip(slots, rel, strict=True):
+        np.testing.assert_array_equal(r.t, np.arange(32 * c, 32 * c + 32) * 0.5)
 
 
 def test_session_budget_reached_mid_session_stops_releases():
     m = dcfpa(epsilon=1.0, bounds=B, chunk_length=32)
-    pipe = PrivatePipeline(m, unit=PrivacyUnit("session", budget=52.0 * 2.5), rng=secure_generator(0))
+    budget = m.describe()["epsilon_chunk"] * 2.5 if "epsilon_chunk" in m.describe() else m.epsilon_chunk * 2.5
+    pipe = PrivatePipeline(m, unit=PrivacyUnit("session", budget=budget), rng=secure_generator(0))
     rel = pipe.update(REC.gaze)
     assert len(rel) == 2 and pipe.privatizer.exhausted
     assert "nothing more is released" in pipe.privatizer.exhausted_message

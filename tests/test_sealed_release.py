@@ -18,7 +18,7 @@ import pytest
 import zmq
 
 from streamdp import InputError
-from streamdp.network.sink import STATUS_TOPIC, ReleasePublisher
+from streamdp.network.sink import STATUS_TOPIC, ReleasePublisher, StatusPublisher
 from streamdp.network.subscriber import connect_subscriber
 from streamdp.privacy import dcfpa, default_profile, make_mechanism, secure_generator
 from streamdp.privacy.release import PrivateRelease, ReleaseMint, check_sealed, claim_mint, is_sealed
@@ -31,16 +31,19 @@ N, F = 4, 52
 RAW = np.linspace(0.0, 1.0, N * F).reshape(N, F)  # stands in for unsanitized features
 
 
-def _releases(count: int = 2, mechanism: str = "dcfpa", k: str | None = None) -> list[PrivateRelease]:
+def _releases(
+    count: int = 2, mechanism: str = "dcfpa", k: str | None = None, seed: int | None = 7
+) -> list[PrivateRelease]:
+    """Releases of :data:`RAW`; ``seed=None``: noise from the OS CSPRNG, as a network sink takes it."""
     extra = {} if k is None else {"k": k}
     mech = make_mechanism(mechanism, epsilon=1.0, bounds=default_profile(), chunk_length=N, **extra)
-    priv = Privatizer(mech, rng=secure_generator(7))
+    priv = Privatizer(mech, rng=secure_generator(seed))
     return priv.update([Chunk(np.arange(N) * 0.5 + i * N * 0.5, RAW.copy()) for i in range(count)])
 
 
 @pytest.fixture
 def release() -> PrivateRelease:
-    return _releases(1)[0]
+    return _releases(1, seed=None)[0]
 
 
 @pytest.fixture
@@ -190,7 +193,7 @@ def test_a_release_forged_without_a_seal_is_refused(release):
 )
 def test_a_tampered_release_is_refused(slot, swap, subscribed):
     publisher, sub = subscribed
-    rel = _releases(1)[0]
+    rel = _releases(1, seed=None)[0]
     object.__setattr__(rel, slot, swap(rel))
     for sink in (CollectingSink(), publisher):
         with pytest.raises(TypeError, match="seal does not verify"):
@@ -229,7 +232,7 @@ def test_genuine_releases_reach_the_collecting_sink():
 def test_a_genuine_release_is_published_as_its_message(subscribed):
     publisher, sub = subscribed
     assert isinstance(publisher, ReleaseSink)
-    rel = _releases(1)[0]
+    rel = _releases(1, seed=None)[0]
     publisher.publish(rel)
     assert sub.poll(3000)
     topic, payload = sub.recv_multipart()
@@ -240,7 +243,7 @@ def test_a_genuine_release_is_published_as_its_message(subscribed):
 
 def test_release_message_keeps_its_fields_and_order(release):
     msg = release.to_message()
-    assert list(msg) == ["topic", "schema_version", "names", "t", "values", "clipped_fraction", "ledger"]
+    assert list(msg) == ["topic", "schema_version", "names", "t", "values", "ledger"]
     assert type(msg["ledger"]) is dict and msg["ledger"]["mechanism"] == "dcfpa"
     assert msg["values"] == release.values.tolist() and msg["t"] == release.t.tolist()
 
@@ -257,7 +260,7 @@ def test_the_privatizer_keeps_its_budget_across_a_reset():
     priv.update([Chunk(np.arange(N) * 0.5, RAW)])
     priv.reset()
     (rel,) = priv.update([Chunk(np.arange(N) * 0.5, RAW)])
-    assert rel.ledger["chunk_index"] == 1 and rel.ledger["epsilon_spent"] == 2 * 52.0
+    assert rel.ledger["chunk_index"] == 1 and rel.ledger["epsilon_spent"] == 2 * priv.mechanism.epsilon_chunk
     assert priv.flush() == []
 
 
@@ -317,9 +320,32 @@ def test_a_malformed_status_message_is_refused(message):
         SessionStatus.from_message(message)
 
 
+@pytest.fixture
+def status_socket():
+    """The owner's loopback status socket with one live subscriber."""
+    pub = StatusPublisher("tcp://127.0.0.1:0")
+    sub = connect_subscriber(pub.endpoint, (STATUS_TOPIC,))
+    try:
+        # a PUB socket drops what it sends before the subscription arrives: send until one lands
+        probe = SessionStatus(mechanism="dcfpa")
+        for _ in range(100):
+            pub.publish_status(probe)
+            if sub.poll(50):
+                sub.recv_multipart()
+                break
+        else:
+            pytest.fail("the status subscriber never connected")
+        yield pub, sub
+    finally:
+        sub.close(linger=0)
+        pub.close()
+
+
 @pytest.mark.parametrize("event", list(StatusEvent), ids=lambda e: e.value)
-def test_status_round_trips_through_msgpack_on_a_real_socket(event, subscribed):
-    publisher, sub = subscribed
+def test_status_round_trips_through_msgpack_on_the_owners_socket(event, status_socket):
+    publisher, sub = status_socket
+    while sub.poll(0):  # probes still in flight
+        sub.recv_multipart()
     sent = SessionStatus(
         mechanism="dcfpa",
         received=1000,
@@ -327,7 +353,8 @@ def test_status_round_trips_through_msgpack_on_a_real_socket(event, subscribed):
         released=2,
         epsilon_spent=104.0,
         budget_exhausted=event is StatusEvent.BUDGET_EXHAUSTED,
-        subscribers=publisher.subscriptions,
+        clipped_fraction=0.25,
+        subscribers=1,
         event=event,
     )
     publisher.publish_status(sent)
@@ -335,8 +362,39 @@ def test_status_round_trips_through_msgpack_on_a_real_socket(event, subscribed):
     topic, payload = sub.recv_multipart()
     assert topic == STATUS_TOPIC.encode()
     got = msgpack.unpackb(payload, raw=False, strict_map_key=False)
-    assert got["event"] == event.value and got["subscribers"] == 1
+    assert got["event"] == event.value and got["clipped_fraction"] == 0.25
     assert SessionStatus.from_message(got) == sent
+
+
+def test_no_status_goes_out_on_the_sanitized_socket(subscribed, release):
+    publisher, sub = subscribed
+    publisher.publish_status(SessionStatus(mechanism="dcfpa", invalid=7, late=3, restarts=1))
+    publisher.publish(release)  # sent after the status: once it arrives, the status would have
+    assert sub.poll(3000)
+    topic, _ = sub.recv_multipart()
+    assert topic == b"streamdp.features.dcfpa" and not sub.poll(100)
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["tcp://0.0.0.0:0", "tcp://*:0", "tcp://localhost:0", "tcp://192.168.1.10:5571", "tcp://eth0:5571", "udp://127.0.0.1:1"],
+)
+def test_the_status_socket_refuses_anything_but_loopback(endpoint):
+    with pytest.raises(ValueError, match="status endpoint must be on a loopback address"):
+        StatusPublisher(endpoint)
+
+
+def test_the_status_socket_takes_releases_but_never_sends_them(status_socket, release):
+    publisher, sub = status_socket
+    while sub.poll(0):
+        sub.recv_multipart()
+    publisher.publish(release)
+    with pytest.raises(TypeError, match="only a PrivateRelease"):
+        publisher.publish({"values": [[0.5]]})  # type: ignore[arg-type]
+    assert not sub.poll(100)
+    publisher.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        publisher.publish_status(SessionStatus(mechanism="dcfpa"))
 
 
 def test_wait_for_subscribers_counts_real_subscriptions(publisher):
@@ -387,8 +445,9 @@ def test_the_privatizers_mechanism_noise_and_budget_cannot_be_swapped(attribute,
 def test_the_budget_spent_cannot_be_assigned_back_to_zero():
     priv = Privatizer(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=N), rng=secure_generator(0))
     priv.update([Chunk(np.arange(N) * 0.5, RAW.copy())])
-    assert priv.accountant.spent == 52.0
+    eps = priv.mechanism.epsilon_chunk
+    assert priv.accountant.spent == eps > 0
     for name in ("spent", "released"):
         with pytest.raises(AttributeError):
             setattr(priv.accountant, name, 0)
-    assert priv.accountant.spent == 52.0 and priv.accountant.released == 1
+    assert priv.accountant.spent == eps and priv.accountant.released == 1

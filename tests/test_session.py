@@ -34,7 +34,6 @@ def test_every_event_threshold_is_a_configuration_field_and_reaches_the_detector
     assert {f.name for f in dataclasses.fields(EventConfig)} - set(EVENT_FIELDS) == {
         "fov_deg",
         "blink_source",
-        "segment_gap",
     }
     changed = {name: (0.123 if name != "units" else "norm") for name in EVENT_FIELDS}
     changed["max_fixation_duration"] = 0.5
@@ -150,7 +149,8 @@ def test_dropped_steps_are_counted_across_a_reset():
 def test_an_exhausted_budget_is_said_once_and_nothing_more_is_released():
     rec = generate(duration=40.0, rate=100.0, seed=2).recording
     sink = CollectingSink()
-    config = SessionConfig(unit="session", budget=52.0 * 3, **SHORT)
+    per_chunk = SessionConfig(**SHORT).mechanism_instance().epsilon_chunk
+    config = SessionConfig(unit="session", budget=per_chunk * 3, **SHORT)
     session = Session.for_recording(config, rec, sinks=[sink])
     session.run(rec)
     assert len(sink.releases) == 3

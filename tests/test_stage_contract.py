@@ -36,6 +36,7 @@ from .stage_fixtures import (
     ARRIVAL,
     CHUNK_LENGTH,
     FIXTURES,
+    GAZE,
     MAX_DELAY,
     ROWS,
     WINDOW,
@@ -212,10 +213,11 @@ def test_arrival_stream_is_out_of_order_by_up_to_the_delay():
     assert set(np.unique(ARRIVAL.eye_id)) == {0, 1}
 
 
-def test_rows_leave_a_partial_chunk_at_the_gap_the_end_and_half_way():
-    gap = int(np.flatnonzero(np.diff(ROWS.t) > 1.5 * WINDOW.step)[0]) + 1
-    for steps in (gap, len(ROWS) - gap, len(ROWS) // 2):
-        assert steps % CHUNK_LENGTH, steps
+def test_rows_lie_on_the_public_grid_through_the_gap_with_partial_chunks_at_both_ends():
+    k = np.rint(ROWS.t / WINDOW.step).astype(np.int64)
+    assert np.array_equal(ROWS.t, k * WINDOW.step) and np.all(np.diff(k) == 1)  # the gap moves nothing
+    assert ROWS.t[0] - WINDOW.window >= GAZE.t[0] > ROWS.t[0] - WINDOW.window - WINDOW.step
+    assert k[0] % CHUNK_LENGTH and (k[-1] + 1) % CHUNK_LENGTH and (k[0] + len(ROWS) // 2) % CHUNK_LENGTH
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -252,7 +254,7 @@ def test_any_batch_split_gives_identical_output(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_single_sample_batches_give_identical_output(name):
     case = _case(name)
-    short = prefix(case.fixture.stream, 7.0)  # a chunk's worth
+    short = prefix(case.fixture.stream, 8.5)  # a window, the slot boundary and a chunk
     one_by_one = case.run(short, range(1, len(short)))
     assert not _is_empty(one_by_one)
     _assert_identical(one_by_one, case.run(short))

@@ -29,7 +29,8 @@ def _utilities(x, eps, seed=0, repeats=4):
     rng = secure_generator(seed)
     out = {}
     for name in ("lpa", "dcfpa"):
-        m = make_mechanism(name, epsilon=eps, bounds=B, chunk_length=32)
+        # the papers' convention: ε per feature (per chunk here, for the whole signal for FPA)
+        m = make_mechanism(name, epsilon_per_feature=eps, bounds=B, chunk_length=32)
         n = (len(x) // 32) * 32
         us = []
         for _ in range(repeats):

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import StreamdpError
-from . import audit, demo, evaluate, features, heatmap, relay, replay, simulate, subscribe
+from . import audit, demo, evaluate, features, heatmap, install_plugin, relay, replay, simulate, subscribe
 from .common import MissingExtra
 from .console import (
     EXIT_SIGINT,
@@ -41,7 +41,7 @@ from .parsing import HelpFormatter, Parser, add_verbosity, verbosity
 log = logging.getLogger(__name__)
 
 #: the commands, in the order ``streamdp --help`` lists them
-COMMANDS = (features, demo, simulate, relay, subscribe, replay, evaluate, audit, heatmap)
+COMMANDS = (features, demo, simulate, relay, subscribe, replay, evaluate, audit, heatmap, install_plugin)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,16 +1,30 @@
-"""What several commands share: loading a recording or synthetic gaze, optional extras, and
-output files that are checked before any work and appear whole or not at all."""
+"""What several commands share: loading a recording (any format the readers recognise, a CSV of
+any layout with ``--csv-columns``, or synthetic gaze), optional extras, and output files that are
+checked before any work and appear whole or not at all."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
+from ..config import SessionConfig
 from ..errors import InputError, StreamdpError
 from ..gaze import Recording
+from ..offline.recordings import POSITION_UNITS, TIME_UNITS, CsvLayout, open_recording
 from ..offline.results import check_writable_place
+
+#: CsvLayout fields and the options that give them, for error messages
+_CSV_OPTIONS = (
+    ("columns", "--csv-columns"),
+    ("delimiter", "--csv-delimiter"),
+    ("header", "--csv-no-header"),
+    ("time_unit", "--time-unit"),
+    ("position_unit", "--position-unit"),
+    ("size", "--scene-size"),
+)
 
 
 class MissingExtra(StreamdpError):
@@ -40,22 +54,139 @@ def require_extra(module: str, extra: str, command: str) -> ModuleType:
         raise MissingExtra(f"streamdp {command} needs the optional extra: pip install 'streamdp[{extra}]'") from None
 
 
-def load_recording(path: str | None, synthetic: float | None, seed: int) -> Recording:
-    """The recording at ``path`` (any format the readers know), or ``synthetic`` seconds of
-    synthetic gaze (default 120) when no path is given.
+def add_csv_options(parser: argparse.ArgumentParser) -> None:
+    """The options that describe a CSV no reader recognises by its header (:class:`CsvLayout`)."""
+    group = parser.add_argument_group("CSV of any layout")
+    group.add_argument(
+        "--csv-columns",
+        metavar="ROLE=COLUMN,…",
+        help="read the recordings as CSV with these columns: roles t, x, y (required), confidence, diameter, "
+        "each a header name or a 0-based index, e.g. t=0,x=1,y=2,confidence=3,diameter=4 "
+        "(default: none, the format is recognised from the file)",
+    )
+    group.add_argument(
+        "--csv-delimiter", metavar="CHAR", help="with --csv-columns: the delimiter, one character or 'tab' (default: ,)"
+    )
+    group.add_argument(
+        "--csv-no-header", action="store_true", help="with --csv-columns: the first row is data (columns by index)"
+    )
+    group.add_argument(
+        "--time-unit", choices=TIME_UNITS, help="with --csv-columns: unit of the time column (default: s)"
+    )
+    group.add_argument(
+        "--position-unit",
+        choices=POSITION_UNITS,
+        help="with --csv-columns: x and y in normalized image units (origin bottom-left), px (origin top-left, "
+        "needs --scene-size) or degrees of visual angle (through --camera) (default: norm)",
+    )
+    group.add_argument(
+        "--scene-size",
+        metavar="WxH",
+        help="with --position-unit px: the image size in px, e.g. 1088x1080 (default: none)",
+    )
+
+
+def parse_size(text: str) -> tuple[float, float]:
+    """``1088x1080`` as (width, height).
 
     Raises
     ------
     InputError
-        ``path`` cannot be read.
+        Not two positive numbers joined by ``x``.
+
+    Examples
+    --------
+    >>> parse_size("1088x1080")
+    (1088.0, 1080.0)
+    >>> parse_size("1088")
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.InputError: --scene-size '1088': give the width and height in px as WxH, e.g. 1088x1080
+    """
+    parts = text.lower().split("x")
+    try:
+        w, h = (float(v) for v in parts)
+    except ValueError:
+        w = h = float("nan")
+    if not (0 < w < float("inf") and 0 < h < float("inf")):
+        raise InputError(f"--scene-size {text!r}: give the width and height in px as WxH, e.g. 1088x1080")
+    return w, h
+
+
+def csv_layout(args: argparse.Namespace, config: SessionConfig) -> CsvLayout | None:
+    """The :class:`CsvLayout` the CSV options describe; None without ``--csv-columns``.
+
+    Raises
+    ------
+    InputError
+        An option that needs ``--csv-columns`` without it, a value the layout refuses, named
+        with its option; a diameter column whose unit ``config`` does not say.
+    """
+    given = {
+        "--csv-delimiter": args.csv_delimiter is not None,
+        "--csv-no-header": args.csv_no_header,
+        "--time-unit": args.time_unit is not None,
+        "--position-unit": args.position_unit is not None,
+        "--scene-size": args.scene_size is not None,
+    }
+    if args.csv_columns is None:
+        stray = [option for option, set_ in given.items() if set_]
+        if stray:
+            raise InputError(f"{stray[0]} applies to a CSV read with --csv-columns only")
+        return None
+    position = args.position_unit or "norm"
+    if position == "px" and args.scene_size is None:
+        raise InputError("--position-unit px needs --scene-size WxH (the image size in px)")
+    if position != "px" and args.scene_size is not None:
+        raise InputError("--scene-size applies to --position-unit px only")
+    delimiter = args.csv_delimiter if args.csv_delimiter is not None else ","
+    delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter)
+    size = parse_size(args.scene_size) if args.scene_size is not None else None
+    try:
+        columns = CsvLayout.parse_columns(args.csv_columns)
+        layout = CsvLayout(
+            columns=columns,
+            delimiter=delimiter,
+            header=not args.csv_no_header,
+            time_unit=args.time_unit or "s",
+            position_unit=position,
+            size=size,
+        )
+    except (TypeError, ValueError) as exc:
+        text = str(exc)
+        for name, option in _CSV_OPTIONS:
+            if text.startswith(name):
+                text = option + text[len(name) :]
+                break
+        else:
+            text = f"--csv-columns: {text}"
+        raise InputError(text) from None
+    layout.diameter_unit(config)  # refused now, not once per recording
+    return layout
+
+
+def load_recording(
+    path: str | None,
+    synthetic: float | None,
+    seed: int,
+    layout: CsvLayout | None = None,
+    config: SessionConfig | None = None,
+) -> Recording:
+    """The recording at ``path`` (read with ``layout`` when given, else any format the readers
+    know), or ``synthetic`` seconds of synthetic gaze (default 120) when no path is given.
+
+    Raises
+    ------
+    InputError
+        ``path`` cannot be read; ``layout`` without a path.
     """
     if path is None:
+        if layout is not None:
+            raise InputError("--csv-columns describes a CSV file: give its path")
         from ..synthetic import generate
 
         return generate(duration=synthetic or 120.0, seed=seed).recording
-    from ..readers import read_recording
-
-    return read_recording(path)
+    return open_recording(path, layout, config)
 
 
 

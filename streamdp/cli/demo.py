@@ -3,8 +3,11 @@
 Networked (default): a simulated Pupil Capture plays the gaze over its real Network API, a
 relay's session sanitizes it and publishes on loopback, and a subscriber prints each chunk.
 ``--offline``: the same session runs in-process on the recording and prints each release.
-Chunks go to stdout (``--json``: one JSON object per chunk, the message as published); what
-runs, the budget and the relay's summary go to stderr.
+Chunks go to stdout (``--json``: one JSON object per chunk, the message as published), each
+followed by what only this device knows about it (its clip rate, from the session itself: never
+in a message); what runs, the budget and the relay's summary go to stderr. The session's status
+stays local too: the networked demo reads it from the session (a sink of its own), not from the
+sanitized socket, which carries chunks only.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import sys
 from ..config import SessionConfig
 from ..errors import StreamdpError
 from ..gaze import Recording
+from ..privacy.release import PrivateRelease, check_sealed
 from ..session import Session
+from ..status import SessionStatus, StatusEvent, check_status
 from .console import say
-from .format import PrintingSink, counted, format_chunk, format_status, json_line
+from .format import PrintingSink, counted, format_chunk, format_local, format_status, json_line
 from .options import add_config_file_option, add_config_options, checked, config_from
 from .parsing import NON_NEGATIVE, POSITIVE
 
@@ -42,35 +47,45 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def chunks_in(seconds: float, config: SessionConfig) -> int:
-    """How many whole chunks ``seconds`` of synthetic gaze give: the first step is at one window,
-    then one every step.
+def chunks_in(rec: Recording, config: SessionConfig) -> int:
+    """How many chunks a session on ``rec`` releases: the slots of the public schedule from the
+    first with full windows after the first sample to the last that ends by the last sample.
 
     Examples
     --------
-    >>> chunks_in(100.0, SessionConfig()), chunks_in(60.0, SessionConfig())
-    (2, 0)
+    >>> chunks_in(_synthetic(100.0), SessionConfig()), chunks_in(_synthetic(150.0), SessionConfig())
+    (1, 2)
     """
-    duration = seconds - 1.0 / RATE  # the last sample is one period before the end
-    if duration < config.window:
-        return 0
-    return (int((duration - config.window) / config.step + 1e-9) + 1) // config.chunk_length
+    schedule = config.window_config().schedule()
+    assert schedule is not None  # the configuration always sets a chunk length
+    return len(schedule.chunks_between(float(rec.gaze.t[0]), float(rec.gaze.t[-1])))
 
 
-def check_long_enough(seconds: float, config: SessionConfig) -> None:
+def check_long_enough(seconds: float, rec: Recording, config: SessionConfig) -> None:
     """Refuse a demo too short for one chunk, saying how long it must be.
 
     Raises
     ------
     StreamdpError
         ``seconds`` of gaze give no whole chunk (named, with the minimum).
-    """
-    if chunks_in(seconds, config):
+
+    Examples
+    --------
+    >>> check_long_enough(60.0, _synthetic(60.0), SessionConfig())
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.StreamdpError: --seconds 60 gives no whole chunk: the public schedule's first chunk of 64 steps × 0.5 s ends 87.5 s after the gaze starts: give --seconds 88 or more, or a shorter --chunk-length
+    """  # noqa: E501
+    if chunks_in(rec, config):
         return
-    need = math.ceil(config.window + config.chunk_length * config.step)
+    schedule = config.window_config().schedule()
+    assert schedule is not None
+    start = float(rec.gaze.t[0])
+    end = schedule.step_time(schedule.last_step(schedule.first_chunk(start))) - start
     raise StreamdpError(
-        f"--seconds {seconds:g} is shorter than one window and one chunk ({config.window:g} s + "
-        f"{config.chunk_length} steps × {config.step:g} s): give --seconds {need} or more, or a shorter --chunk-length"
+        f"--seconds {seconds:g} gives no whole chunk: the public schedule's first chunk of {config.chunk_length} "
+        f"steps × {config.step:g} s ends {end:g} s after the gaze starts: give --seconds {math.ceil(end + 1 / RATE)} "
+        "or more, or a shorter --chunk-length"
     )
 
 
@@ -82,12 +97,12 @@ def _synthetic(seconds: float) -> Recording:
 
 def run(args: argparse.Namespace) -> int:
     config = checked(config_from(args))  # bad options fail here, before any socket exists
-    check_long_enough(args.seconds, config)
-    return _offline(args, config) if args.offline else _networked(args, config)
-
-
-def _offline(args: argparse.Namespace, config: SessionConfig) -> int:
     rec = _synthetic(args.seconds)
+    check_long_enough(args.seconds, rec, config)
+    return _offline(args, config, rec) if args.offline else _networked(args, config, rec)
+
+
+def _offline(args: argparse.Namespace, config: SessionConfig, rec: Recording) -> int:
     session = Session.for_recording(config, rec, sinks=[PrintingSink(sys.stdout, as_json=args.json)])
     say(
         f"streamdp demo: {args.seconds:g} s of synthetic {RATE:g} Hz gaze → 52 features every {config.step:g} s → "
@@ -98,27 +113,55 @@ def _offline(args: argparse.Namespace, config: SessionConfig) -> int:
     return 0 if releases else 1
 
 
-def _networked(args: argparse.Namespace, config: SessionConfig) -> int:
+class LocalTap:
+    """A sink that keeps, on this device, what the demo shows beside the published chunks: each
+    release's clip rate (by chunk index) and the session's last status. It is the session's
+    first sink, so a chunk's clip rate is known before its message leaves."""
+
+    def __init__(self) -> None:
+        self.clipped: dict[int, float] = {}
+        self.status: SessionStatus | None = None
+
+    def publish(self, release: PrivateRelease) -> None:
+        check_sealed(release)
+        self.clipped[int(release.ledger["chunk_index"])] = release.clipped_fraction
+
+    def publish_status(self, status: SessionStatus) -> None:
+        self.status = check_status(status)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def released_before_exhaustion(self) -> int | None:
+        """How many chunks the session released before its budget ran out (None: not out)."""
+        s = self.status
+        return s.released if s is not None and s.budget_exhausted else None
+
+
+def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording) -> int:
     import threading
+    import time
+
+    import msgpack
 
     from ..network.relay import Relay
     from ..network.simulator import CaptureSimulator
     from ..network.sink import ReleasePublisher
-    from ..network.subscriber import connect_subscriber, messages
-    from ..status import SessionStatus, StatusEvent
+    from ..network.subscriber import connect_subscriber
 
-    rec = _synthetic(args.seconds)
-    publisher = ReleasePublisher("tcp://127.0.0.1:0")
-    sub = connect_subscriber(publisher.endpoint, ("streamdp.features.", "streamdp.status"))
+    # a demo on loopback, to its own subscriber: a --seed makes it reproducible, as asked
+    publisher = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=config.seed is not None)
+    sub = connect_subscriber(publisher.endpoint, ("streamdp.features.",))
+    tap = LocalTap()
     sim: CaptureSimulator | None = None
     relay: Relay | None = None
     thread: threading.Thread | None = None
     got = 0
     try:
-        if not publisher.wait_for_subscribers(2, timeout=5.0):  # both topics, before anything is published
+        if not publisher.wait_for_subscribers(1, timeout=5.0):  # before anything is published
             raise StreamdpError(f"the demo's subscriber did not reach {publisher.endpoint} within 5 s")
-        session = Session(config, sinks=[publisher], camera=rec.camera, source="simulated Pupil Capture")
-        sim = CaptureSimulator(rec, speed=args.speed)
+        session = Session(config, sinks=[tap, publisher], camera=rec.camera, source="simulated Pupil Capture")
+        sim = CaptureSimulator(rec, speed=args.speed, wait_for_subscriber=True, hwm=0)
         sim.start()
         relay = Relay(session, remote=sim.remote_address)
         thread = threading.Thread(target=relay.run, daemon=True)
@@ -128,17 +171,23 @@ def _networked(args: argparse.Namespace, config: SessionConfig) -> int:
             f"streamdp demo: simulated Pupil Capture at {sim.remote_address} → relay → subscriber at "
             f"{publisher.endpoint}; {args.seconds:g} s of synthetic {RATE:g} Hz gaze, played {pace}",
         )
-        want = chunks_in(args.seconds, config)
-        wait = args.seconds / args.speed + 10 if args.speed else 10
-        for topic, msg in messages(sub, timeout=wait):
-            if topic == "streamdp.status":
-                if SessionStatus.from_message(msg).budget_exhausted:
-                    break  # the session has said so, once
+        want = chunks_in(rec, config)
+        quiet = args.seconds / args.speed + 10 if args.speed else 10  # s without a chunk before giving up
+        last = time.monotonic()
+        while got < want and time.monotonic() - last < quiet:
+            out = tap.released_before_exhaustion()
+            if out is not None and got >= out:
+                break  # the session said it, once: nothing more comes
+            if not sub.poll(100):
                 continue
-            print(json_line(msg) if args.json else format_chunk(msg), flush=True)
+            msg = msgpack.unpackb(sub.recv_multipart()[1], raw=False, strict_map_key=False)
+            last = time.monotonic()
+            if args.json:
+                print(json_line(msg), flush=True)
+            else:
+                local = format_local(tap.clipped[int(msg["ledger"]["chunk_index"])])
+                print(format_chunk(msg) + "\n" + local, flush=True)
             got += 1
-            if got >= want:
-                break
     finally:
         if relay is not None:
             relay.stop()

@@ -3,7 +3,10 @@
 
 The options are the privacy and feature groups of :class:`~streamdp.config.SessionConfig`, so
 bounds, transform, k, sensitivity, unit and the feature settings reach every grid point. The grid
-is given by ``--mechanisms``, ``--epsilons`` and ``--chunk-lengths``; each point is the
+is given by ``--mechanisms``, ``--epsilons`` and ``--chunk-lengths``, each point run with
+``--seeds`` noise seeds (mean ± sd in the tables, error bars in the plots) on ``--workers`` local
+processes; ``--split`` chooses how re-identification is attacked and ``--tasks`` which manifest
+columns are classified; each point is the
 configuration with that mechanism, ε and chunk length. A single ``--mechanism``, ``--epsilon`` or
 ``--chunk-length`` set away from its default (on the command line or in ``--config``) is that
 axis's only value; both forms at once are refused. A chunk length longer than a recording gives
@@ -22,11 +25,14 @@ from typing import Any
 from ..config import SessionConfig
 from ..errors import StreamdpError
 from ..privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
-from .common import require_extra
+from .common import add_csv_options, csv_layout, require_extra
 from .console import say
 from .format import counted
 from .options import GivenValue, add_config_file_option, add_config_options, checked, config_from, option_name
 from .parsing import COUNT, POSITIVE, number
+
+#: the re-identification splits (offline.classify.REID_SPLITS; repeated so that the CLI imports no extra)
+REID_SPLITS = ("chunked", "cross-session")
 
 #: every mechanism the evaluation can sanitize with (the "none" baseline is always included)
 CHOICES = (*MECHANISMS, *OFFLINE_MECHANISMS)
@@ -79,10 +85,24 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--epsilons",
         nargs="+",
         type=POSITIVE,
-        help=f"ε per feature per chunk (default: {' '.join(f'{e:g}' for e in DEFAULT_EPSILONS)})",
+        help="ε of one chunk, all features together (offline fpa: of its one release of the whole recording) "
+        f"(default: {' '.join(f'{e:g}' for e in DEFAULT_EPSILONS)})",
     )
     p.add_argument(
         "--chunk-lengths", nargs="+", type=COUNT, help=f"steps per chunk (default: {DEFAULT_CHUNK_LENGTHS[0]})"
+    )
+    p.add_argument("--seeds", type=COUNT, default=3, help="noise seeds per grid point (default: 3)")
+    p.add_argument(
+        "--split",
+        choices=(*REID_SPLITS, "both"),
+        default="chunked",
+        help="re-identification: chunked (within a recording, a window apart), cross-session, or both",
+    )
+    p.add_argument(
+        "--tasks", nargs="+", default=["task"], help="manifest columns to classify (default: task), e.g. task gender"
+    )
+    p.add_argument(
+        "--workers", type=COUNT, default=None, help="local worker processes (default: the processors available)"
     )
     p.add_argument("--people", type=number(int, low=2), default=6, help="synthetic people without a manifest, ≥ 2")
     p.add_argument("--seconds", type=POSITIVE, default=240.0, help="seconds per synthetic recording")
@@ -91,6 +111,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--seed", type=int, default=0, action=GivenValue, help="seed of the noise and synthetic people (default: 0)"
     )
+    add_csv_options(p)
     p.set_defaults(handler=run)
 
 
@@ -110,28 +131,44 @@ def _check_grid(grid: Sequence[Any], config: SessionConfig) -> None:
 def _check_chunk_lengths(recs: Sequence[Any], chunk_lengths: Sequence[int], config: SessionConfig, seed: int) -> None:
     """Refuse a chunk length that some recording is too short to fill once: it would drop out of
     the comparison unnoticed (or leave the classifiers nothing to learn from)."""
-    from ..offline.evaluate import sanitize
+    from ..offline.evaluate import chunked_split, sanitize
 
+    window = config.window_config().window
     for n in chunk_lengths:
         pairs = sanitize(recs, "none", 0.0, n, seed, config)
-        short = [f"{r.participant}/{r.task}" for r, pair in zip(recs, pairs, strict=True) if not len(pair.clean)]
+        short = [
+            f"{r.participant}/{r.task}"
+            for r, pair in zip(recs, pairs, strict=True)
+            if not len(chunked_split(pair.t, pair.chunk, window)[1])
+        ]
         if short:
             longest = max(len(r.features) for r in recs)
             raise StreamdpError(
-                f"--chunk-lengths {n}: {counted(len(short), 'recording')} of {len(recs)} give no whole chunk of "
-                f"{n} steps ({', '.join(short[:4])}{', …' if len(short) > 4 else ''}; the longest has "
-                f"{longest} steps): give shorter chunk lengths or longer recordings"
+                f"--chunk-lengths {n}: {counted(len(short), 'recording')} of {len(recs)} give no two whole chunks "
+                f"of {n} steps a {window:g} s window apart ({', '.join(short[:4])}"
+                f"{', …' if len(short) > 4 else ''}; the longest has {longest} steps): "
+                "give shorter chunk lengths or longer recordings"
             )
 
 
 def run(args: argparse.Namespace) -> int:
     for module in ("sklearn", "matplotlib"):
         require_extra(module, "evaluate", "evaluate")
-    from ..offline.evaluate import GridPoint, evaluate, feature_signals, read_manifest, synthetic_study
+    from ..offline.evaluate import GridPoint, default_workers, evaluate, feature_signals, synthetic_study
+    from ..offline.manifest import read_manifest_rows
+    from ..offline.recordings import open_recording
     from ..offline.results import check_output_folder, staged_folder, write_results
-    from ..readers import read_recording
 
     config = config_from(args)
+    if config.epsilon_per_feature is not None:
+        n = len(config.bounds_profile().names)
+        raise StreamdpError(
+            f"--epsilon-per-feature: the grid's ε is the total of a chunk; give --epsilons {n} × the per-feature ε "
+            f"(e.g. --epsilons {n * config.epsilon_per_feature:g} for {config.epsilon_per_feature:g} per feature)"
+        )
+    layout = csv_layout(args, config)
+    if layout is not None and not args.manifest:
+        raise StreamdpError("--csv-columns reads the recordings of a --manifest; give one")
     mechanisms = grid_axis(args, "mechanism", "mechanisms", CHOICES, config)
     epsilons = grid_axis(args, "epsilon", "epsilons", DEFAULT_EPSILONS, config)
     chunk_lengths = grid_axis(args, "chunk_length", "chunk_lengths", DEFAULT_CHUNK_LENGTHS, config)
@@ -141,20 +178,43 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     check_output_folder(out, overwrite=args.overwrite)
     seed = config.seed if config.seed is not None else 0
+    signal = getattr(config, "signal", "scene-deg")
     if args.manifest:
-        items = [(read_recording(p), person, task) for p, person, task in read_manifest(args.manifest)]
+        manifest = read_manifest_rows(args.manifest)
+        unknown = [c for c in args.tasks if c not in ("task", "participant") and c not in manifest[0].labels]
+        if unknown:
+            raise StreamdpError(f"--tasks: {args.manifest} has no column {', '.join(map(repr, unknown))}")
+        items = [(open_recording(r.recording, layout, config), r.participant, r.task) for r in manifest]
+        labels = [r.labels for r in manifest]
     else:
+        if args.tasks != ["task"]:
+            raise StreamdpError("--tasks: the synthetic study has the column task only; give a --manifest")
         say(
-            f"no manifest: {args.people} synthetic people, each reading and searching for {args.seconds:g} s",
+            f"no manifest: {args.people} synthetic people, each reading and searching for {args.seconds:g} s "
+            f"({signal})",
         )
-        items = synthetic_study(args.people, args.seconds, seed)
-    recs = feature_signals(items, config)
+        items, labels = synthetic_study(args.people, args.seconds, seed, signal), None
+    recs = feature_signals(items, config, labels)
     if len({r.participant for r in recs}) < 2 or len({r.task for r in recs}) < 2:
         raise StreamdpError("evaluation needs at least two participants and two tasks with enough gaze")
-    _check_chunk_lengths(recs, chunk_lengths, config, seed)
-    rows = evaluate(recs, grid, seed=seed, progress=not args.quiet, config=config)
+    splits = REID_SPLITS if args.split == "both" else (args.split,)
+    if "chunked" in splits:
+        _check_chunk_lengths(recs, chunk_lengths, config, seed)
+    if "cross-session" in splits and len({r.participant for r in recs}) == len(recs):
+        raise StreamdpError("--split cross-session: no participant has two recordings")
+    rows = evaluate(
+        recs,
+        grid,
+        seed=seed,
+        progress=not args.quiet,
+        config=config,
+        seeds=args.seeds,
+        tasks=args.tasks,
+        splits=splits,
+        workers=args.workers or min(default_workers(), len(grid) * args.seeds),
+    )
     with staged_folder(out, overwrite=args.overwrite) as stage:
-        paths = [out / p.name for p in write_results(rows, stage.path)]
+        paths = [out / p.name for p in write_results(rows, stage.path, config)]
     print((out / "results.md").read_text())
     say("wrote " + ", ".join(str(p) for p in paths))
     return 0

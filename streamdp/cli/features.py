@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import StreamdpError
 from ..schema import FEATURE_NAMES
 from ..stages.features import FeatureRows
-from .common import load_recording, output_file, require_extra, write_atomically
+from .common import add_csv_options, csv_layout, load_recording, output_file, require_extra, write_atomically
 from .console import say
 from .options import add_config_options, config_from
 from .parsing import POSITIVE
@@ -31,7 +31,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="UNSANITIZED features of a recording to a local file (for research only)",
         description="Write the raw, unsanitized 52 features of a recording to a local file. The "
         "output is NOT differentially private: keep it local. --camera auto uses the recording's "
-        "scene camera.",
+        "scene camera; --signal says what the gaze measures; --csv-columns reads a CSV of any layout.",
     )
     p.add_argument("path", nargs="?", help="recording folder or file (default: synthetic gaze)")
     p.add_argument(
@@ -42,6 +42,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic gaze")
     add_config_options(p, ["features"])
+    add_csv_options(p)
     p.set_defaults(handler=run)
 
 
@@ -77,10 +78,11 @@ def write_feature_rows(rows: FeatureRows, out: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)  # bad options fail before anything is read or written
+    layout = csv_layout(args, config)
     out = output_file(args.out, SUFFIXES)
     if out.suffix.lower() == ".parquet":
         require_extra("pyarrow", "parquet", "features")
-    rec = load_recording(args.path, args.synthetic, args.seed)
+    rec = load_recording(args.path, args.synthetic, args.seed, layout, config)
     if config.blinks == "given" and rec.blinks is None:
         raise StreamdpError(f"{args.path or rec.name}: --blinks given, but the recording has no blink events")
     from ..session import Session

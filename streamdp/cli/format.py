@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..privacy.randomness import CRYPTOGRAPHIC
 from ..privacy.release import PrivateRelease, check_sealed
 from ..status import SessionStatus, StatusEvent, check_status
 
@@ -42,9 +43,68 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _epsilon_split(led: Mapping[str, Any], features: int) -> str:
+    """``ε 52 for the whole chunk (1 per feature × 52 features)``: the total first, the split
+    when the ledger states it (a total-ε mechanism may state weights instead of one figure)."""
+    total = float(led["epsilon_chunk"])
+    per = led.get("epsilon_per_feature")
+    split = (
+        f" ({per:.3g} per feature × {counted(features, 'feature')})"
+        if isinstance(per, (int, float)) and not isinstance(per, bool)
+        else f" (shared by {counted(features, 'feature')})"
+    )
+    return f"ε {total:g} for this whole chunk{split}"
+
+
+def describe_epsilon(mechanism: Mapping[str, Any]) -> str:
+    """A mechanism's ε in words, from its ``describe()``: the chunk's total first.
+
+    Examples
+    --------
+    >>> describe_epsilon({"epsilon": 10.0, "epsilon_per_feature": 10 / 52})
+    'ε 10 per chunk (0.192 per feature)'
+    >>> describe_epsilon({"epsilon": 10.0, "epsilon_per_feature": [0.5, 0.0], "weights": "task"})
+    'ε 10 per chunk (split by the task weights)'
+    """
+    total = mechanism.get("epsilon", mechanism.get("epsilon_chunk"))
+    per = mechanism.get("epsilon_per_feature")
+    if isinstance(per, (int, float)) and not isinstance(per, bool):
+        return f"ε {float(total):g} per chunk ({per:.3g} per feature)"
+    return f"ε {float(total):g} per chunk (split by the {mechanism.get('weights', 'profile')} weights)"
+
+
+def _unit_sentence(led: Mapping[str, Any]) -> str:
+    """What the unit protects and where the budget stands, in words."""
+    unit, spent = led.get("unit"), float(led["epsilon_spent"])
+    kept = ""
+    if "budget_durable" in led:
+        kept = (
+            "; the budget is kept on this device across restarts"
+            if led["budget_durable"]
+            else "; the budget is kept in memory only: it starts again when the program restarts"
+        )
+    if unit == "session":
+        budget = float(led["budget"])
+        left = float(led.get("budget_left", budget - spent))
+        return (
+            f"session unit — everything released about this person adds up: ε {spent:g} of the budget "
+            f"{budget:g} spent so far, {left:g} left{kept}"
+        )
+    if unit == "w-event":
+        return (
+            f"w-event unit — any {led['w']} consecutive chunks together stay within ε {float(led['budget']):g} "
+            f"(the last {led['w']} spent {float(led['epsilon_w']):g}); ε {spent:g} spent so far in all{kept}"
+        )
+    return (
+        f"chunk unit — each chunk is protected on its own; over a longer stretch the ε of its chunks add up "
+        f"(ε {spent:g} spent so far, with no cap)"
+    )
+
+
 def format_chunk(message: Mapping[str, Any]) -> str:
-    """Two lines for one sanitized chunk: what it costs and what is protected, in the ledger's
-    own sentences; then a few feature means over the chunk.
+    """Sentences for one sanitized chunk that a non-expert reads: which chunk, what it costs in
+    total, what is protected under which unit, the total so far and what remains, what that
+    means for raw gaze; then a few feature means over the chunk.
 
     ``message`` is :meth:`PrivateRelease.to_message` or what a subscriber decoded from the topic.
 
@@ -58,29 +118,53 @@ def format_chunk(message: Mapping[str, Any]) -> str:
     >>> from streamdp.config import SessionConfig
     >>> from streamdp.synthetic import generate
     >>> pipe = SessionConfig(chunk_length=32, seed=0).private_pipeline()
-    >>> release = pipe.run(generate(duration=50.0, seed=1).recording)[0]
-    >>> print(format_chunk(release.to_message()).split(";")[0])
-    chunk 0: streamdp.features.dcfpa, t 1030.0–1045.5 s (32 steps): ε 52 for this chunk (1 per feature × 52 features)
-    """
+    >>> release = pipe.run(generate(duration=60.0, seed=1).recording)[0]
+    >>> for line in format_chunk(release.to_message()).splitlines()[:4]:
+    ...     print(line)
+    chunk 0: streamdp.features.dcfpa, t 1040.0–1055.5 s (32 steps): ε 10 for this whole chunk (0.192 per feature × 52 features)
+      protected: chunk unit — each chunk is protected on its own; over a longer stretch the ε of its chunks add up (ε 10 spent so far, with no cap)
+      raw gaze: one sample changes at most 3 chunks (ε ≤ 30); one second of gaze at most 4 chunks (ε ≤ 40); a whole session is not bounded (each chunk adds ε 10)
+      noise: reproducible, not private — drawn from a seeded generator: whoever knows the seed removes it (tests and research only)
+    """  # noqa: E501
     led = message["ledger"]
     names = list(message["names"])
     t = message["t"]
     values = np.asarray(message["values"], dtype=np.float64).reshape(len(t), len(names))
-    guarantee = led.get("guarantee", f"ε {led['epsilon_chunk']:g} per chunk")
-    raw = led.get("raw_gaze_guarantee", f"one gaze sample is protected at ε ≤ {led['raw_gaze_epsilon']:g}")
-    left = led.get("budget_left")
-    spent = f"spent so far {led['epsilon_spent']:g}" + (f", {left:g} of the budget left" if left is not None else "")
+    raw = led.get("raw_gaze_guarantee")
+    if not isinstance(raw, str):
+        raw = f"raw gaze: one sample is protected at ε ≤ {float(led['raw_gaze_epsilon']):g}"
+    elif not raw.startswith("raw gaze"):
+        raw = f"raw gaze: {raw}"
     means = ", ".join(
         f"{name} {values[:, names.index(name)].mean():.3g}" for name in SHOWN_FEATURES if name in names
     )
-    clipped = led.get("clipped_fraction", message.get("clipped_fraction"))
-    clipped_text = f"; {clipped:.1%} of values clipped to the bounds" if isinstance(clipped, (int, float)) else ""
+    generator = led.get("generator")
+    noise = (
+        f"  noise: {generator} — drawn from a seeded generator: whoever knows the seed removes it "
+        "(tests and research only)\n"
+        if isinstance(generator, str) and generator != CRYPTOGRAPHIC
+        else ""
+    )
     return (
         f"chunk {led['chunk_index']}: {message['topic']}, t {t[0]:.1f}–{t[-1]:.1f} s ({counted(len(t), 'step')}): "
-        f"ε {led['epsilon_chunk']:g} for this chunk ({led['epsilon_per_feature']:g} per feature × "
-        f"{counted(len(names), 'feature')}); protected ({led['unit']} unit): {guarantee}; {spent}; {raw}\n"
-        f"  means over the chunk: {means or '-'}{clipped_text}"
+        f"{_epsilon_split(led, len(names))}\n"
+        f"  protected: {_unit_sentence(led)}\n"
+        f"  {raw}\n"
+        f"{noise}"
+        f"  means over the chunk: {means or '-'}"
     )
+
+
+def format_local(clipped_fraction: float) -> str:
+    """The line a device prints under a chunk about what stays on it: the share of the chunk's
+    values clipped to the bounds (a raw function of the gaze, never in a message).
+
+    Examples
+    --------
+    >>> format_local(0.0125)
+    '  on this device only: 1.2% of the values were clipped to the bounds'
+    """
+    return f"  on this device only: {clipped_fraction:.1%} of the values were clipped to the bounds"
 
 
 def format_status(status: SessionStatus) -> str:
@@ -104,9 +188,10 @@ def format_status(status: SessionStatus) -> str:
     """
     s = check_status(status)
     budget = ", the budget is exhausted" if s.budget_exhausted else ""
+    clipped = f" ({s.clipped_fraction:.1%} of the last chunk clipped to the bounds)" if s.clipped_fraction else ""
     return (
         f"{EVENT_WORDS[s.event]} ({s.mechanism}): {counted(s.received, 'gaze sample')} received, "
-        f"{counted(s.released, 'chunk')} released, ε {s.epsilon_spent:g} spent{budget}; "
+        f"{counted(s.released, 'chunk')} released{clipped}, ε {s.epsilon_spent:g} spent{budget}; "
         f"skipped {s.malformed} malformed, {s.invalid} invalid, {s.late} late; "
         f"{counted(s.dropped_steps, 'dropped step')}, {counted(s.reconnects, 'reconnect')}, "
         f"{counted(s.restarts, 'restart')}; {counted(s.subscribers, 'subscriber')}"
@@ -154,7 +239,11 @@ class PrintingSink:
     def publish(self, release: PrivateRelease) -> None:
         check_sealed(release)
         message = release.to_message()
-        print(json_line(message) if self.as_json else format_chunk(message), file=self.out, flush=True)
+        if self.as_json:
+            print(json_line(message), file=self.out, flush=True)
+            return
+        # the clip rate is local: printed here, on the device, never part of the message
+        print(format_chunk(message) + "\n" + format_local(release.clipped_fraction), file=self.out, flush=True)
 
     def publish_status(self, status: SessionStatus) -> None:
         line = format_status(status)

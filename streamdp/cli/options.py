@@ -108,7 +108,7 @@ def config_fields(group: str, config_type: type = SessionConfig) -> list[Field[A
     """
     if group not in GROUPS:
         raise ValueError(f"group must be one of {', '.join(GROUPS)}, got {group!r}")
-    return [f for f in fields(config_type) if f.metadata.get("group") == group]
+    return [f for f in fields(config_type) if group in (f.metadata.get("group"), *f.metadata.get("also", ()))]
 
 
 def field_choices(name: str, config_type: type = SessionConfig) -> tuple[Any, ...]:
@@ -154,9 +154,13 @@ def add_config_options(
         A field whose type has no command-line form (extend :func:`_argument` for it).
     """
     hints = _hints(config_type)
+    added: set[str] = set()
     for group in groups:
         arg_group = parser.add_argument_group(group)
         for f in config_fields(group, config_type):
+            if f.name in added:
+                continue  # a field offered in two of the groups
+            added.add(f.name)
             arg_group.add_argument(option_name(f.name), dest=f.name, help=_help(f), **_argument(f, hints[f.name]))
     parser.set_defaults(**{_GROUPS_DEST: tuple(groups), _TYPE_DEST: config_type})
 
@@ -323,6 +327,7 @@ def checked(config: SessionConfig) -> SessionConfig:
             finite = False
     if not finite:
         raise StreamdpError(
-            f"--epsilon {config.epsilon:g} is so small that the noise scale overflows: choose a larger ε"
+            f"ε ({config.epsilon or config.epsilon_per_feature:g}) is so small that the noise scale "
+            "overflows: choose a larger ε"
         )
     return config

@@ -10,6 +10,7 @@ session's status in words.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import sys
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from typing import Any
 
 from ..errors import InputError, StreamdpError
 from .console import error_text, on_stop_signals, say
-from .format import format_status
+from .format import describe_epsilon, format_status
 from .options import add_config_file_option, add_config_options, checked, config_from
 from .parsing import POSITIVE
 
@@ -36,7 +37,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--curve-clients", help="folder of allowed clients' public certificates (default: none)")
     p.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without CURVE")
+    p.add_argument(
+        "--publish-reproducible-noise-not-private",
+        action="store_true",
+        help="with --seed: publish anyway (tests and demos only: whoever knows the seed removes the noise)",
+    )
     p.add_argument("--status-interval", type=POSITIVE, default=10.0, help="seconds between status messages")
+    p.add_argument(
+        "--status-bind",
+        default="tcp://127.0.0.1:5571",
+        help="the device owner's status socket (counters, clip rate: raw, so loopback or ipc:// only)",
+    )
     p.add_argument(
         "--neon",
         nargs="?",
@@ -111,7 +122,7 @@ def connect_neon(address: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..network.sink import ReleasePublisher
+    from ..network.sink import ReleasePublisher, StatusPublisher
     from ..network.subscriber import check_address
     from ..session import Session
     from ..status import StatusEvent
@@ -120,7 +131,21 @@ def run(args: argparse.Namespace) -> int:
     if args.neon is None:
         check_address(args.remote, example="tcp://127.0.0.1:50020")
     curve = _curve(args)
-    publisher = ReleasePublisher(args.bind, curve=curve, insecure=args.insecure)
+    if args.neon is not None:
+        # Neon's confidence is 1 while the glasses are worn: blinks come from its eye events
+        config = dataclasses.replace(config, blinks="given")
+    if config.seed is not None and not args.publish_reproducible_noise_not_private:
+        raise InputError(
+            f"--seed {config.seed}: seeded noise is reproducible, not private (whoever knows the seed removes it); "
+            "the relay publishes it only with --publish-reproducible-noise-not-private"
+        )
+    publisher = ReleasePublisher(
+        args.bind,
+        curve=curve,
+        insecure=args.insecure,
+        publish_reproducible_noise_not_private=args.publish_reproducible_noise_not_private,
+    )
+    status = StatusPublisher(args.status_bind)
     shell: Any
     try:
         if args.neon is not None:
@@ -129,20 +154,22 @@ def run(args: argparse.Namespace) -> int:
             device = connect_neon(args.neon)
             source = f"{'Invisible' if args.invisible else 'Neon'} at {args.neon or 'a discovered device'}"
             camera = "invisible" if args.invisible else "neon"
-            session = Session(config, sinks=[publisher], camera=camera, source=source)
+            session = Session(config, sinks=[publisher, status], camera=camera, source=source)
             shell = NeonRelay(session, device, invisible=args.invisible, status_interval=args.status_interval)
         else:
             from ..network.relay import Relay
 
             source = f"Pupil Capture at {args.remote}"
-            session = Session(config, sinks=[publisher], source=source)
+            session = Session(config, sinks=[publisher, status], source=source)
             shell = Relay(
                 session, remote=args.remote, to_backbone=args.to_backbone, status_interval=args.status_interval
             )
         on_stop_signals(shell.stop)
         say(
             f"streamdp relay: {source} → {publisher.endpoint} ({config.mechanism}, "
-            f"ε {config.epsilon:g} per feature per chunk, {config.unit} unit, scene camera {session.camera})",
+            f"{describe_epsilon(config.mechanism_instance().describe())}, {config.unit} unit, "
+            f"scene camera {session.camera}); "
+            f"status for this device only on {status.endpoint}",
         )
         try:
             shell.run()
@@ -153,5 +180,6 @@ def run(args: argparse.Namespace) -> int:
         subscribers = publisher.poll_subscriptions()
     finally:
         publisher.close()
+        status.close()
     say(f"streamdp relay stopped: {format_status(session.status(StatusEvent.STOPPED, subscribers))}")
     return 0

@@ -2,16 +2,17 @@
 sanitized features to files.
 
 SIGINT and SIGTERM stop the worker processes and remove the staging folder: nothing partial is
-left, and the exit status is 130 or 143.
+left, and the exit status is 130 or 143. What it prints, as what it writes, never holds the seed:
+a seeded run says "noise reproducible, not private".
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict
 
 from ..errors import StreamdpError
+from .common import add_csv_options, csv_layout
 from .format import counted, json_line
 from .options import add_config_file_option, add_config_options, checked, config_from
 from .parsing import COUNT
@@ -37,15 +38,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object per recording on stdout")
     add_config_file_option(p)
     add_config_options(p, ["privacy", "features"])
+    add_csv_options(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..offline.replay import replay
+    from ..offline.replay import noise_statement, replay, shared_result
 
     if args.scheduler and args.executor != "dask":
         raise StreamdpError("--scheduler applies to --executor dask only")
     config = checked(config_from(args))  # bad options fail here, before any work starts
+    layout = csv_layout(args, config)
     results = replay(
         args.paths,
         args.out,
@@ -55,17 +58,18 @@ def run(args: argparse.Namespace) -> int:
         executor=args.executor,
         scheduler=args.scheduler,
         progress=not args.quiet,
+        layout=layout,
     )
     unreadable = 0
     for r in results:
         if args.json:
-            print(json_line(asdict(r)), flush=True)
+            print(json_line(shared_result(r)), flush=True)
         if r.skipped:
             unreadable += r.skipped.startswith("cannot read")
             print(f"skipped {r.path}: {r.skipped}", file=sys.stderr)
         elif not args.json:
-            seed = f"seed {r.seed}" if r.seed is not None else "noise from OS entropy"
-            print(f"{r.path}: {counted(r.chunks, 'sanitized chunk')} ({seed}) → {args.out}/{r.name}.*")
+            noise = f"noise {noise_statement(r.seed)}"
+            print(f"{r.path}: {counted(r.chunks, 'sanitized chunk')} ({noise}) → {args.out}/{r.name}.*")
     written = sum(1 for r in results if r.chunks)
     if not written:
         print(

@@ -1,4 +1,9 @@
-"""``streamdp simulate``: a stand-in Pupil Capture speaking the real Network API."""
+"""``streamdp simulate``: a stand-in Pupil Capture speaking the real Network API.
+
+Capture starts publishing whoever listens and drops what a stalled subscriber has no room for
+(high-water mark 1000). The command asks for lossless playback instead, so that a relay started
+after it gets the whole recording: it waits for a subscriber to gaze and queues without limit;
+``--no-wait --hwm 1000`` delivers as Capture does."""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ import threading
 
 from .common import load_recording
 from .console import on_stop_signals, say
-from .parsing import NON_NEGATIVE, PORT, POSITIVE
+from .parsing import NON_NEGATIVE, PORT, POSITIVE, number
+
+HWM = number(int, low=0)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -24,7 +31,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--loop", action="store_true", help="play the recording over and over")
     p.add_argument("--stay", action="store_true", help="keep serving after the recording ends")
-    p.add_argument("--no-wait", action="store_true", help="publish even before anyone subscribes to gaze")
+    p.add_argument(
+        "--no-wait", action="store_true", help="publish even before anyone subscribes to gaze (as Capture does)"
+    )
+    p.add_argument(
+        "--hwm",
+        type=HWM,
+        default=0,
+        help="messages the backbone queues per subscriber before dropping (Capture: 1000; default: 0, unlimited)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -39,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         speed=args.speed,
         loop=args.loop,
         wait_for_subscriber=not args.no_wait,
+        hwm=args.hwm,
     )
     done = threading.Event()
     on_stop_signals(done.set)

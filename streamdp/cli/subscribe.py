@@ -1,7 +1,10 @@
-"""``streamdp subscribe``: print the sanitized chunks and status a relay publishes.
+"""``streamdp subscribe``: print the sanitized chunks a relay publishes, or its status.
 
-Chunks and status go to stdout as sentences, or with ``--json`` as one JSON object per line,
-each the message as published (a chunk has ``topic`` and ``ledger``; a status has ``event``).
+Given the relay's sanitized address it prints chunks; given the device owner's status address
+(``streamdp relay --status-bind``, loopback only) it prints the status: the relay never puts its
+status on the sanitized socket. Both go to stdout as sentences, or with ``--json`` as one JSON
+object per line, each the message as published (a chunk has ``topic`` and ``ledger``; a status
+has ``event``).
 """
 
 from __future__ import annotations
@@ -15,11 +18,18 @@ from .parsing import POSITIVE, number
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    p = commands.add_parser("subscribe", help="print the sanitized chunks a relay publishes")
-    p.add_argument("endpoint", help="the relay's address, e.g. tcp://127.0.0.1:5570")
+    p = commands.add_parser("subscribe", help="print the sanitized chunks a relay publishes, or its local status")
+    p.add_argument(
+        "endpoint",
+        help="the relay's address, e.g. tcp://127.0.0.1:5570, or on the device its status address, "
+        "e.g. tcp://127.0.0.1:5571",
+    )
     p.add_argument("--topic", default="streamdp.features.", help="topic prefix")
     p.add_argument(
-        "--count", type=number(int, low=0), default=0, help="stop after this many chunks (default: 0, never)"
+        "--count",
+        type=number(int, low=0),
+        default=0,
+        help="stop after this many messages, chunks or status (default: 0, never)",
     )
     p.add_argument("--timeout", type=POSITIVE, default=3600.0, help="stop after this many seconds without a message")
     p.add_argument("--curve-server-key", help="the relay's public certificate (default: none, no CURVE)")
@@ -52,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
                     print(f"skipped an unreadable status message: {exc}", file=sys.stderr)
                     continue
                 print(json_line(msg) if args.json else format_status(status), flush=True)
+                count += 1
+                if args.count and count >= args.count:
+                    break
                 continue
             try:
                 line = format_chunk(msg)  # also checks that it is a chunk message

@@ -5,13 +5,20 @@ relay: it reads the device's datums, decodes them into columns and hands them to
 whose sinks publish. Reordering, a restart when the clock goes back, and the late and invalid
 counters all come from the session.
 
+The public schedule holds without gaze: the relay keeps the device's clock (Unix time; the offset
+between the datums' timestamps and ``time.time()``, taken from the freshest datum) and, once the
+device has nothing queued, releases every chunk whose deadline that clock has passed
+(:meth:`~streamdp.session.Session.advance_to`), whether or not gaze still comes.
+
 Gaze arrives in scene-camera pixels with a ``worn`` flag and a Unix timestamp. streamdp
 normalizes the position by the scene camera size with the origin at the bottom left (as Pupil
 Core's ``norm_pos``, and as :mod:`streamdp.readers.neon` does for recordings), marks unworn
-samples invalid (confidence 0), averages the two pupil diameters of ``EyestateGazeData`` (mm),
-and takes blinks from the device's eye events (``BlinkEventData``, event type 4).
-``DualMonocularGazeData`` has no combined point: its gaze is the mean of the left and right
-points.
+samples invalid (confidence 0), averages the two pupil diameters of ``EyestateGazeData`` and its
+eyelid variants (mm), and takes blinks from the device's eye events (``BlinkEventData``, event
+type 4; fixation events are not used). Every gaze type of the realtime API 1.x is read:
+``GazeData``, ``EyestateGazeData``, ``EyestateEyelidGazeData``, ``EyestateEyelidDualMonoGazeData``,
+``BinoAndDualMonoGazeData`` by their binocular point, ``DualMonocularGazeData`` (no combined point)
+by the mean of its left and right points.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from ..gaze import BINOCULAR, BlinkEvents, GazeColumns
 from ..readers.neon import INVISIBLE_SCENE_SIZE, NEON_SCENE_SIZE, normalize_scene_pixels
 from ..session import Session, SessionCounters
 from ..status import SessionStatus, StatusEvent
+from .neon_stream import open_device_streams
 
 log = logging.getLogger(__name__)
 
@@ -179,9 +187,10 @@ class NeonRelay:
         The private session (its sinks: typically a
         :class:`~streamdp.network.sink.ReleasePublisher`).
     device : object
-        A ``pupil_labs.realtime_api.simple.Device``, or anything with the same
-        ``receive_gaze_datum(timeout_seconds)`` and ``receive_eye_events(timeout_seconds)``.
-        Closed by :meth:`run` when it stops, if it has ``close()``.
+        A :class:`~streamdp.network.neon_stream.NeonStream` (every datum queued, what does not fit
+        counted: :attr:`dropped`), or anything with ``receive_gaze_datum(timeout_seconds)`` and
+        ``receive_eye_events(timeout_seconds)``. Closed by :meth:`run` when it stops, if it has
+        ``close()``.
     invisible : bool
         Invisible's scene camera size instead of Neon's.
     batch_seconds : float
@@ -200,7 +209,9 @@ class NeonRelay:
         The session's configuration leaves the camera to the source (``camera="auto"``) but the
         session was built for another camera than the device's: build it with
         ``Session(config, camera="neon")`` (or ``"invisible"``), so that live and recorded Neon
-        gaze give the same features. ``status_interval`` is not finite and > 0.
+        gaze give the same features. ``status_interval`` is not finite and > 0. The session
+        detects blinks from confidence: Neon's is 1 whenever worn, so blinks come from the
+        device's own blink events (``blinks="given"``).
     """
 
     def __init__(
@@ -224,13 +235,20 @@ class NeonRelay:
                 f"the session's scene camera is {session.camera!r} but the device is a {camera}: "
                 f"build it with Session(config, camera={camera!r})"
             )
+        if session.config.blinks != "given":
+            raise ValueError(
+                f"the session detects blinks from confidence (blinks={session.config.blinks!r}), but Neon's "
+                "confidence is 1 whenever the glasses are worn: build it with blinks='given' (the device's "
+                "own blink events)"
+            )
         self.session = session
         self.device = device
         self.decoder = NeonDecoder(INVISIBLE_SCENE_SIZE if invisible else NEON_SCENE_SIZE)
         self.batch_seconds = batch_seconds
         self.status_interval = float(status_interval)
         self._stop = threading.Event()
-        self._blinks_on = session.config.blinks == "given"
+        #: device time − ``time.time()``: the largest seen since the clock last went back
+        self._offset: float | None = None
 
     @property
     def counters(self) -> SessionCounters:
@@ -252,21 +270,48 @@ class NeonRelay:
         """The session's status with the subscriber count, published through its sinks."""
         return self.session.publish_status(event, self.subscribers())
 
+    def device_now(self) -> float | None:
+        """The device's clock now (its datums' time base), as the freshest datum showed it: a
+        datum is never received before it was sampled, so this is never ahead of the device.
+        None before the first gaze."""
+        return None if self._offset is None else time.time() + self._offset
+
+    def _until_due(self) -> float | None:
+        due, now = self.session.next_deadline, self.device_now()
+        return None if due is None or now is None else due - now
+
+    def release_due(self) -> None:
+        """The public schedule: every chunk whose deadline the device's clock has passed is
+        released now with what is known, gaze or not. Called when nothing is queued, so all gaze
+        the device sent before now has been fed."""
+        wait = self._until_due()
+        if wait is not None and wait < 0:
+            now = self.device_now()
+            assert now is not None
+            self.session.advance_to(now)
+
     def run(self) -> SessionCounters:
-        """Relay until :meth:`stop`, publishing a running status every ``status_interval`` s;
-        then close the device and publish a stopped status. Returns the counters."""
+        """Relay until :meth:`stop`, publishing a running status every ``status_interval`` s and
+        releasing chunks at their deadlines on the device's clock when gaze stops; then close the
+        device and publish a stopped status. Returns the counters."""
         last_status = time.monotonic()
         try:
             while not self._stop.is_set():
-                datum = self.device.receive_gaze_datum(timeout_seconds=0.5)
-                if datum is not None:
+                wait = self._until_due()
+                timeout = 0.5 if wait is None else min(0.5, max(0.0, wait))
+                datum = self.device.receive_gaze_datum(timeout_seconds=timeout)
+                # everything the device has queued, in batches: a slow pass loses nothing
+                while datum is not None and not self._stop.is_set():
                     self.decoder.add_gaze(datum)
-                if self._blinks_on:
-                    event = self.device.receive_eye_events(timeout_seconds=0.0)
-                    if event is not None:
-                        self.decoder.add_event(event)
-                if len(self.decoder) and (datum is None or self.decoder.span >= self.batch_seconds):
+                    if self.decoder.span >= self.batch_seconds:
+                        self._take_events()
+                        self.feed()
+                    datum = self.device.receive_gaze_datum(timeout_seconds=0.0)
+                self._take_events()
+                if len(self.decoder):
                     self.feed()
+                if not self._stop.is_set():
+                    self.release_due()
                 if time.monotonic() - last_status >= self.status_interval:
                     last_status = time.monotonic()
                     log.info("Neon relay: %s", self.publish_status(StatusEvent.RUNNING))
@@ -278,15 +323,33 @@ class NeonRelay:
             log.info("Neon relay stopped: %s", self.counters)
         return self.counters
 
+    @property
+    def dropped(self) -> int:
+        """Datums the device's queue had no room for (a :class:`NeonStream`; 0 for others)."""
+        return int(getattr(self.device, "dropped", 0))
+
+    def _take_events(self) -> None:
+        event = self.device.receive_eye_events(timeout_seconds=0.0)
+        while event is not None:
+            self.decoder.add_event(event)
+            event = self.device.receive_eye_events(timeout_seconds=0.0)
+
     def feed(self) -> None:
         """Hand what was decoded to the session."""
         cols, blinks = self.decoder.take()
         invalid, self.decoder.invalid = self.decoder.invalid, 0
+        restarts = self.session.counters.restarts
+        seen = float(cols.t.max()) - time.time() if len(cols) else None
+        if seen is not None:  # the clock as this gaze shows it, before the session acts on it
+            self._offset = seen if self._offset is None else max(self._offset, seen)
         self.session.receive(cols, blinks, invalid=invalid)
+        if seen is not None and self.session.counters.restarts != restarts:
+            self._offset = seen  # the clock went back (the session restarted): start afresh
 
 
 def connect_device(address: str | None) -> Any:
-    """A realtime-API device: discovered on the network, or at ``host[:port]``.
+    """A realtime-API device, discovered on the network or at ``host[:port]``, read through a
+    :class:`~streamdp.network.neon_stream.NeonStream` (every gaze datum and eye event queued).
 
     Raises
     ------
@@ -301,6 +364,7 @@ def connect_device(address: str | None) -> Any:
         device = discover_one_device(max_search_duration_seconds=10.0)
         if device is None:
             raise InputError("no Neon or Invisible found on the network within 10 s")
-        return device
-    host, _, port = address.partition(":")
-    return Device(host, int(port or 8080))
+    else:
+        host, _, port = address.partition(":")
+        device = Device(host, int(port or 8080))
+    return open_device_streams(device)

@@ -24,6 +24,7 @@ Robustness, each case counted and logged:
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +38,15 @@ from ..session import Session, SessionCounters
 from ..status import SessionStatus, StatusEvent
 
 log = logging.getLogger(__name__)
+
+
+#: the most gaze messages per second a Capture publishes (400 Hz eye cameras, binocular and
+#: monocular datums): sizes the input queue from the seconds of gaze it may hold
+MAX_GAZE_MESSAGES_PER_S = 1000
+
+
+# plain ints: pyzmq's enums cost more than the check itself
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 
 class RemoteUnavailable(Exception):
@@ -94,6 +104,11 @@ class Relay:
         Seconds Pupil Remote has to answer.
     status_interval : float
         Seconds between status messages.
+    max_backlog : float
+        Seconds of gaze the input may hold: the subscription's queue is sized for it, and when
+        the relay falls further behind Capture's clock than this (a flood, a stalled machine) it
+        discards what is queued undecoded and counts it (``shed``, local): memory stays bounded
+        and the relay catches up instead of releasing ever later.
     """
 
     def __init__(
@@ -105,8 +120,12 @@ class Relay:
         heartbeat: float = 1.0,
         timeout: float = 1.0,
         status_interval: float = 10.0,
+        max_backlog: float = 2.0,
         context: zmq.Context | None = None,
     ) -> None:
+        if not (isinstance(max_backlog, (int, float)) and math.isfinite(max_backlog) and max_backlog > 0):
+            raise ValueError(f"max_backlog must be a finite number of seconds > 0, got {max_backlog!r}")
+        self.max_backlog = float(max_backlog)
         if not isinstance(session, Session):
             raise TypeError(f"session must be a Session, got {type(session).__name__}")
         self.session = session
@@ -129,6 +148,12 @@ class Relay:
         #: called with each release and the monotonic time its last gaze message was received
         self.on_release: Callable[[PrivateRelease, float], None] | None = None
         self._batch_received = 0.0
+        #: Pupil time − monotonic time, from Pupil Remote's ``t`` (None until connected)
+        self._clock_offset: float | None = None
+        #: newest gaze time read − monotonic time when it was read (None before any gaze)
+        self._data_offset: float | None = None
+        self._last_gaze = time.monotonic()
+        self._queue_empty = True
         session.on_release = self._released
 
     @property
@@ -166,20 +191,58 @@ class Relay:
         pub_port = int(self._request("PUB_PORT"))
         sub = self._ctx.socket(zmq.SUB)
         sub.linger = 0
-        sub.rcvhwm = 100_000  # ~8 min of 200 Hz gaze + pupil datums: bounded, and never hit when keeping up
+        sub.rcvhwm = max(100, int(self.max_backlog * MAX_GAZE_MESSAGES_PER_S))
         sub.connect(f"tcp://{self.host}:{sub_port}")
         sub.setsockopt_string(zmq.SUBSCRIBE, "gaze.")
         if self.session.config.blinks == "given":
             sub.setsockopt_string(zmq.SUBSCRIBE, "blinks")
         self._sub = sub
         self._sub_port = sub_port
+        self._sync_clock()
         if self._backbone is not None:
             self._backbone.connect(self._ctx, self.host, pub_port)
         self.connected.set()
         log.info("connected to Pupil Capture at %s (SUB_PORT %d, PUB_PORT %d)", self.remote, sub_port, pub_port)
 
+    def _sync_clock(self) -> None:
+        """Map the monotonic clock to Capture's (which is monotonic too, until ``T`` moves it).
+        Read when connecting and when gaze has been quiet for a heartbeat: never while gaze
+        is queued, when Capture's clock is ahead of the gaze the relay has read."""
+        before = time.monotonic()
+        pupil = float(self._request("t"))
+        self._clock_offset = pupil - (before + time.monotonic()) / 2
+
+    def pupil_now(self) -> float | None:
+        """Capture's clock now, as last synchronized; None before the first connection."""
+        return None if self._clock_offset is None else time.monotonic() + self._clock_offset
+
+    def schedule_now(self) -> float | None:
+        """The time the schedule runs on: the newest gaze read, running on with the monotonic
+        clock from when it was read (None before any gaze). While gaze flows this is the data's
+        own clock, as in a replay; when it stops, chunks still go out at their deadlines (later
+        than on Capture's clock by Capture's delivery delay, never earlier)."""
+        return None if self._data_offset is None else time.monotonic() + self._data_offset
+
+    def _until_due(self) -> float | None:
+        """Seconds until the session's next chunk is due on the schedule's clock, or None."""
+        due, now = self.session.next_deadline, self.schedule_now()
+        return None if due is None or now is None else due - now
+
+    def _release_due(self) -> None:
+        """The public schedule: a chunk whose deadline passed is released now, with what is
+        known, whether or not gaze came; not while gaze is still queued (a backlog is read
+        first, so that a chunk never goes out without gaze that had arrived)."""
+        if not self._queue_empty:
+            return
+        wait = self._until_due()
+        if wait is not None and wait <= 0:
+            now = self.schedule_now()
+            assert now is not None
+            self.session.advance_to(now)
+
     def _disconnect(self) -> None:
         self.connected.clear()
+        self._data_offset = None  # a new segment's gaze sets the schedule's clock again
         for s in (self._sub, self._req):
             if s is not None:
                 s.close(linger=0)
@@ -206,10 +269,20 @@ class Relay:
                         backoff = min(backoff * 2, 5.0)
                         continue
                 assert self._sub is not None
-                if self._sub.poll(int(self.heartbeat * 1000)):
+                quiet = time.monotonic() - self._last_gaze
+                timeout = max(0.0, self.heartbeat - quiet)
+                wait = self._until_due()
+                if wait is not None:
+                    timeout = min(timeout, max(0.0, wait))
+                if self._sub.poll(math.ceil(timeout * 1000)):
                     self._drain()
-                elif not self._stop.is_set():
+                    self._last_gaze = time.monotonic()
+                else:
+                    self._queue_empty = True
+                self._release_due()
+                if time.monotonic() - self._last_gaze >= self.heartbeat and not self._stop.is_set():
                     self._check_alive()
+                    self._last_gaze = time.monotonic()
                 subscribers = self.subscribers()  # reads (un)subscriptions as they come
                 if time.monotonic() - last_status > self.status_interval:
                     last_status = time.monotonic()
@@ -221,6 +294,12 @@ class Relay:
             log.info("relay stopped: %s", self.counters)
         return self.counters
 
+    def _resync(self) -> None:
+        try:
+            self._sync_clock()
+        except (RemoteUnavailable, ValueError) as exc:
+            log.warning("%s: Capture's clock not re-read", exc)
+
     def _check_alive(self) -> None:
         """Ask Pupil Remote for the backbone's port: no answer means Capture is gone, another
         port means it restarted (and answers ``t`` again) while our subscription points nowhere."""
@@ -231,24 +310,51 @@ class Relay:
             self.session.restart(StatusEvent.RECONNECTING)
         else:
             if port == self._sub_port:
+                self._resync()  # a T may have moved Capture's clock
                 return
             log.warning("Pupil Capture restarted (SUB_PORT %d, was %d): new segment", port, self._sub_port)
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
         self._disconnect()
 
-    def _drain(self, limit: int = 20_000) -> None:
+    def _drain(self, limit: int = 2_000) -> None:
         assert self._sub is not None
         self._batch_received = time.monotonic()
         self.session.receive_frames(self._pending(self._sub, limit))
+        newest = self.session.newest_gaze
+        if newest is not None:
+            self._data_offset = newest - time.monotonic()
+        self._shed_if_behind()
+
+    def _behind(self) -> float:
+        """Seconds between Capture's clock and the newest gaze the session has (0 if unknown)."""
+        now, newest = self.pupil_now(), self.session.newest_gaze
+        return 0.0 if now is None or newest is None else now - newest
+
+    def _shed_if_behind(self) -> None:
+        if self._behind() <= self.max_backlog:
+            return
+        assert self._sub is not None
+        recv, shed = self._sub.recv_multipart, 0
+        while True:  # undecoded: the cheapest way back to the present
+            try:
+                recv(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            shed += 1
+        if shed:
+            self.session.counters.shed += shed
+            log.warning("relay: %.1f s behind Capture's clock: %d queued messages shed", self._behind(), shed)
 
     def _pending(self, sub: zmq.Socket, limit: int) -> Iterator[list[bytes]]:
-        """The messages already queued (at most ``limit``), decoded one by one as they are read."""
-        recv = sub.recv_multipart
+        """The messages already queued (at most ``limit``), decoded one by one as they are read.
+        The socket's EVENTS says whether one is there: no exception raised per burst."""
+        recv, events = sub.recv_multipart, sub.getsockopt
+        self._queue_empty = False
         for _ in range(limit):
-            try:
-                frames = recv(zmq.NOBLOCK)
-            except zmq.Again:
+            if not events(_EVENTS) & _POLLIN:  # type: ignore[operator]
+                self._queue_empty = True
                 return
+            frames = recv()
             self._batch_received = time.monotonic()
             yield frames
 

@@ -3,9 +3,10 @@
 What it serves, as Capture does (DESIGN.md §2):
 
 - **Pupil Remote** on a REQ/REP socket: ``SUB_PORT`` and ``PUB_PORT`` answer the backbone's ports,
-  ``t`` the current Pupil time, ``T <time>`` sets it ("Timesync successful."), ``R``/``r`` start and
-  stop a recording ("OK"), ``v`` the version, and a two-frame ``[notify.<subject>, msgpack]``
-  request is forwarded onto the backbone ("Notification received").
+  ``t`` the current Pupil time (running between datums), ``T <time>`` sets it ("Timesync
+  successful."), ``R [name]``/``r`` and ``C``/``c`` notify ``recording.should_start``/``stop`` and
+  ``calibration.should_start``/``stop`` on the backbone ("OK"), ``v`` the version, and any
+  multi-frame request is forwarded onto the backbone ("Message forwarded."), as Capture answers.
 - **The IPC backbone**: an XSUB socket apps publish into (``PUB_PORT``) and an XPUB socket apps
   subscribe to (``SUB_PORT``), with everything published forwarded to the subscribers.
 - **Datums** with Capture's topics, field names and types, encoded by
@@ -19,8 +20,15 @@ What it serves, as Capture does (DESIGN.md §2):
   (:func:`streamdp.pupil_wire.capture_datums`).
 
 Pacing: ``speed=1`` plays at real time, ``speed=10`` ten times faster, ``speed=0`` as fast as the
-sockets take it (for tests and the demo). With ``wait_for_subscriber`` nothing is published before
-someone subscribes to gaze, so a test never loses the start of a stream to ZeroMQ's slow joiner.
+sockets take it (for tests and the demo). Pupil time (``t``) is the data's: it stands at the first
+datum's time until playback starts, then runs from each datum's time as it leaves, at ``speed`` (at
+real time with ``speed=0`` and after the stream), so a relay that maps its clock to ``t`` sees the
+data arrive on time.
+
+Delivery, by default as Capture's: the backbone's high-water mark is ZeroMQ's default 1000 (a
+subscriber that stalls loses messages) and playback starts at once, whoever listens. A test or a
+demo that needs every datum asks for ``hwm=0`` (unlimited) and ``wait_for_subscriber=True``
+(nothing is published before someone subscribes to gaze: no loss to ZeroMQ's slow joiner).
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ from .sink import bind, bind_error
 log = logging.getLogger(__name__)
 
 PUPIL_VERSION = "3.5.1"
+#: the high-water mark of Capture's backbone (ZeroMQ's default)
+CAPTURE_HWM = 1000
 _FEED = "inproc://streamdp-simulator-feed-{}"
 
 
@@ -85,10 +95,33 @@ class CaptureSimulator:
     """Pupil Capture's Network API on loopback, fed by ``recording``. Use as a context manager or
     call :meth:`start` and :meth:`stop`.
 
+    Parameters
+    ----------
+    recording : Recording
+        The gaze (and blinks) to play.
+    host : str
+        Interface to bind (loopback by default).
+    remote_port : int
+        Pupil Remote's port (0: any free port).
+    speed : float
+        Playback speed: 1 real time, 0 as fast as the sockets take it.
+    wait_for_subscriber : bool
+        Publish nothing before someone subscribes to gaze (Capture does not wait).
+    hwm : int
+        The backbone's high-water mark per subscriber: Capture's 1000 by default; 0 is unlimited
+        (lossless, for tests and demos).
+    loop : bool
+        Play the recording over and over, the clock running on.
+    time_shift : float
+        Seconds added to every timestamp.
+    tidy : bool
+        Every datum once, in time order, instead of Capture's untidiness.
+
     Raises
     ------
     TypeError, ValueError
-        ``remote_port`` is not a port number 0–65535 (0: any free port), ``speed`` is negative.
+        ``remote_port`` is not a port number 0–65535 (0: any free port), ``speed`` is negative,
+        ``hwm`` is not an int ≥ 0.
 
     Examples
     --------
@@ -109,7 +142,8 @@ class CaptureSimulator:
         host: str = "127.0.0.1",
         remote_port: int = 0,
         speed: float = 1.0,
-        wait_for_subscriber: bool = True,
+        wait_for_subscriber: bool = False,
+        hwm: int = CAPTURE_HWM,
         loop: bool = False,
         time_shift: float = 0.0,
         tidy: bool = False,
@@ -117,6 +151,10 @@ class CaptureSimulator:
     ) -> None:
         if speed < 0:
             raise ValueError(f"speed must be ≥ 0 (0: as fast as possible), got {speed!r}")
+        if isinstance(hwm, bool) or not isinstance(hwm, int):
+            raise TypeError(f"hwm must be an int, got {hwm!r}")
+        if hwm < 0:
+            raise ValueError(f"hwm must be ≥ 0 (0: unlimited), got {hwm!r}")
         if isinstance(remote_port, bool) or not isinstance(remote_port, int):
             raise TypeError(f"remote_port must be an int, got {remote_port!r}")
         if not 0 <= remote_port <= 65535:
@@ -125,6 +163,7 @@ class CaptureSimulator:
         self.host = host
         self.speed = float(speed)
         self.wait_for_subscriber = wait_for_subscriber
+        self.hwm = hwm
         self.loop = loop
         self.tidy = tidy
         self._shift = float(time_shift)
@@ -134,6 +173,8 @@ class CaptureSimulator:
         self.finished = threading.Event()
         self._clock_lock = threading.Lock()
         self._pupil_time = float(recording.gaze.t[0]) + self._shift if len(recording.gaze) else 0.0
+        self._pupil_wall = time.monotonic()
+        self._playing = False  # Pupil time stands still until the first datum leaves
         self._threads: list[threading.Thread] = []
         self.recording_active = False
         self.published = 0
@@ -169,7 +210,7 @@ class CaptureSimulator:
         pull = self._ctx.socket(zmq.PULL)
         for s in (rep, xsub, xpub, pull):
             s.linger = 0
-        xpub.sndhwm = 0  # a test tool: never drop what a slow subscriber has not read yet
+        xpub.sndhwm = self.hwm
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         try:
             if self._remote_port:
@@ -209,13 +250,22 @@ class CaptureSimulator:
     # -------------------------------------------------------------- Pupil time
 
     def pupil_time(self) -> float:
+        """Pupil time now, the data's: the first datum's time until playback starts, then the
+        time the last datum left plus the wall time since (×``speed``; ×1 with ``speed=0``), so
+        ``t`` runs on between datums and after the stream and never back (but by ``T``), as
+        Capture's clock does."""
         with self._clock_lock:
+            return self._now()
+
+    def _now(self) -> float:
+        if not self._playing:
             return self._pupil_time
+        return self._pupil_time + (time.monotonic() - self._pupil_wall) * (self.speed or 1.0)
 
     def _set_time(self, new_time: float) -> None:
         with self._clock_lock:
-            self._shift += new_time - self._pupil_time
-            self._pupil_time = new_time
+            self._shift += new_time - self._now()
+            self._pupil_time, self._pupil_wall = new_time, time.monotonic()
 
     # -------------------------------------------------------------- threads
 
@@ -245,9 +295,9 @@ class CaptureSimulator:
 
     def _remote_request(self, rep: zmq.Socket, xpub: zmq.Socket) -> None:
         frames = rep.recv_multipart()
-        if len(frames) >= 2 and frames[0].startswith(b"notify."):
+        if len(frames) >= 2:  # Capture forwards any multi-frame request onto the backbone
             xpub.send_multipart(frames)
-            rep.send_string("Notification received")
+            rep.send_string("Message forwarded.")
             return
         try:
             cmd = frames[0].decode()
@@ -258,25 +308,36 @@ class CaptureSimulator:
             rep.send_string(str(self.ports.sub))
         elif cmd == "PUB_PORT":
             rep.send_string(str(self.ports.pub))
-        elif cmd == "t":
-            rep.send_string(repr(self.pupil_time()))
-        elif cmd.startswith("T "):
+        elif cmd.startswith("T"):
             try:
-                self._set_time(float(cmd[2:]))
+                target = float(cmd[2:])
             except ValueError:
-                rep.send_string("Unknown command.")
+                rep.send_string(f"'{cmd[2:]}' cannot be converted to float.")
             else:
+                self._set_time(target)
                 rep.send_string("Timesync successful.")
+        elif cmd.startswith("t"):
+            rep.send_string(repr(self.pupil_time()))
         elif cmd.startswith("R"):
             self.recording_active = True
+            self._notify(xpub, {"subject": "recording.should_start", "session_name": cmd[2:]})
             rep.send_string("OK")
-        elif cmd == "r":
+        elif cmd.startswith("r"):
             self.recording_active = False
+            self._notify(xpub, {"subject": "recording.should_stop"})
+            rep.send_string("OK")
+        elif cmd in ("C", "c"):
+            self._notify(xpub, {"subject": "calibration.should_start" if cmd == "C" else "calibration.should_stop"})
             rep.send_string("OK")
         elif cmd == "v":
             rep.send_string(PUPIL_VERSION)
         else:
             rep.send_string("Unknown command.")
+
+    def _notify(self, xpub: zmq.Socket, notification: dict[str, Any]) -> None:
+        """What Pupil Remote's commands do in Capture: a notification on the backbone."""
+        payload = {**notification, "topic": "notify." + notification["subject"]}
+        xpub.send_multipart([payload["topic"].encode(), msgpack.packb(payload, use_bin_type=True)])
 
     def _feeder(self) -> None:
         push = self._ctx.socket(zmq.PUSH)
@@ -292,9 +353,12 @@ class CaptureSimulator:
                 self._play(push)
                 if not self.loop or self._stop.is_set():
                     break
-                # the next pass continues the clock: Pupil time never runs backwards on its own
+                # the next pass continues the clock a second after the last: Pupil time never
+                # runs backwards on its own, nor ahead of the data
                 with self._clock_lock:
                     self._shift += float(self.recording.gaze.duration) + 1.0
+                if self.speed > 0 and self._stop.wait(1.0 / self.speed):
+                    break
         finally:
             push.close(linger=0)
             self.finished.set()
@@ -317,7 +381,11 @@ class CaptureSimulator:
                     return
             with self._clock_lock:
                 shift = self._shift  # read per datum: `T <time>` applies from the next one on
-                self._pupil_time = at + shift
+                # Capture's clock never runs back on its own: a datum leaving late (within a
+                # burst, or behind schedule) does not pull it back
+                leaves = at + shift if not self._playing else max(at + shift, self._now())
+                self._pupil_time, self._pupil_wall = leaves, time.monotonic()
+                self._playing = True
             frames = encode(_shifted(datum, shift), pack)
             while True:  # a full queue must not keep a stopping simulator from stopping
                 try:

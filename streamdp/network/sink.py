@@ -1,13 +1,17 @@
-"""The relay's network sink: sanitized chunks only, by construction.
+"""The relay's network sinks: sanitized chunks for subscribers, status for the device owner.
 
-:class:`ReleasePublisher` is a :class:`~streamdp.sinks.ReleaseSink`: :meth:`~ReleasePublisher.publish`
-takes only a sealed :class:`~streamdp.privacy.release.PrivateRelease`, and the only other frame it
-sends is a typed :class:`~streamdp.status.SessionStatus`. Its socket is private: raw gaze, pupil
-data or unsanitized features have no way onto it.
+:class:`ReleasePublisher` is a :class:`~streamdp.sinks.ReleaseSink` whose socket carries only
+what is public or noised: :meth:`~ReleasePublisher.publish` takes only a sealed
+:class:`~streamdp.privacy.release.PrivateRelease` and sends its
+:meth:`~streamdp.privacy.release.PrivateRelease.to_message`. It sends no status: the counters
+(invalid, late, dropped steps, restarts…) and the clip rate are raw functions of the gaze. Raw
+gaze, pupil data, unsanitized features and counters have no way onto it. It binds to 127.0.0.1
+by default; any other interface requires ZeroMQ CURVE (encryption and client authentication
+against a folder of allowed client public keys), unless ``insecure=True`` is asked for explicitly.
 
-The socket binds to 127.0.0.1 by default. Binding any other interface requires ZeroMQ CURVE
-(encryption and client authentication against a folder of allowed client public keys), unless
-``insecure=True`` is asked for explicitly.
+:class:`StatusPublisher` is the device owner's status socket: a separate port, bound to a
+loopback address only (anything else is refused), publishing each
+:class:`~streamdp.status.SessionStatus` on ``streamdp.status``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from ..status import SessionStatus, check_status
 log = logging.getLogger(__name__)
 
 STATUS_TOPIC = "streamdp.status"
+#: the owner's status socket when none is named: the sanitized socket's port + 1, loopback
+DEFAULT_STATUS_ENDPOINT = "tcp://127.0.0.1:5571"
 
 
 @dataclass(frozen=True)
@@ -124,12 +130,109 @@ def read_certificate(path: str | Path, *, secret: bool) -> tuple[bytes, bytes]:
     return public, secret_key or b""
 
 
+def _is_loopback_address(endpoint: str) -> bool:
+    """Whether ``endpoint`` can only be reached from this machine: TCP on a loopback IP address
+    (a name such as ``localhost`` or ``*`` is not trusted to resolve to one), or IPC."""
+    if endpoint.startswith(("ipc://", "inproc://")):
+        return True
+    parts = urlsplit(endpoint)
+    if parts.scheme != "tcp":
+        return False
+    try:
+        return ipaddress.ip_address(parts.hostname or "").is_loopback
+    except ValueError:
+        return False
+
+
+class StatusPublisher:
+    """The device owner's status socket: a PUB socket on a loopback address only, publishing
+    each :class:`~streamdp.status.SessionStatus` on ``streamdp.status`` (a
+    :class:`~streamdp.sinks.ReleaseSink`; releases go to the sanitized socket, so
+    :meth:`publish` checks one and sends nothing).
+
+    Raises
+    ------
+    ValueError
+        ``endpoint`` is not on a loopback address (127.0.0.1, ::1) or IPC: the counters and the
+        clip rate are raw functions of the gaze and never leave the device.
+    InputError
+        ``endpoint`` cannot be bound (in use, not a ZeroMQ address).
+
+    Examples
+    --------
+    >>> StatusPublisher("tcp://0.0.0.0:5571")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: status endpoint must be on a loopback address (...) or ipc://, got 'tcp://0.0.0.0:5571': ...
+    >>> status = StatusPublisher("tcp://127.0.0.1:0")
+    >>> status.endpoint.startswith("tcp://127.0.0.1:")
+    True
+    >>> status.publish_status(SessionStatus(mechanism="dcfpa", invalid=3))
+    >>> status.close()
+    """
+
+    def __init__(self, endpoint: str = DEFAULT_STATUS_ENDPOINT, *, context: zmq.Context | None = None) -> None:
+        if not isinstance(endpoint, str):
+            raise TypeError(f"status endpoint must be a str, got {endpoint!r}")
+        if not _is_loopback_address(endpoint):
+            raise ValueError(
+                "status endpoint must be on a loopback address (tcp://127.0.0.1:…) or ipc://, got "
+                f"{endpoint!r}: the counters are raw functions of the gaze and stay on this device"
+            )
+        self._socket = (context or zmq.Context.instance()).socket(zmq.PUB)
+        self._socket.linger = 0
+        self._socket.sndhwm = 100
+        try:
+            self.endpoint = bind(self._socket, endpoint)
+        except BaseException:
+            self._socket.close(linger=0)
+            raise
+        self._pack = msgpack.Packer(use_bin_type=True).pack
+        self.closed = False
+
+    def publish(self, release: PrivateRelease) -> None:
+        """Check ``release`` and send nothing: releases belong on the sanitized socket.
+
+        Raises
+        ------
+        TypeError
+            ``release`` is not a genuine, unmodified release.
+        """
+        check_sealed(release)
+
+    def publish_status(self, status: SessionStatus) -> None:
+        """Publish one status on ``streamdp.status``.
+
+        Raises
+        ------
+        TypeError
+            ``status`` is not a :class:`~streamdp.status.SessionStatus`.
+        RuntimeError
+            The publisher is closed.
+        """
+        check_status(status)
+        if self.closed:
+            raise RuntimeError("this StatusPublisher is closed: nothing more is published")
+        self._socket.send_multipart([STATUS_TOPIC.encode(), self._pack(status.to_message())])
+
+    def close(self) -> None:
+        """Close the socket, dropping what is unsent."""
+        self.closed = True
+        self._socket.close(linger=0)
+
+
 class ReleasePublisher:
-    """A PUB socket that publishes sanitized chunks on ``streamdp.features.<mechanism>`` and
-    status on ``streamdp.status`` (a :class:`~streamdp.sinks.ReleaseSink`).
+    """A PUB socket that publishes sanitized chunks on ``streamdp.features.<mechanism>`` (a
+    :class:`~streamdp.sinks.ReleaseSink`); status is never sent on it (see
+    :class:`StatusPublisher`).
 
     Slow subscribers never cost unbounded memory: ZeroMQ drops messages for a subscriber whose
     queue holds ``sndhwm`` of them, and a vanished subscriber costs nothing.
+
+    Only noise drawn from the OS CSPRNG goes out: a release whose ledger says its noise is
+    "reproducible, not private" (a seeded source: whoever knows the seed removes the noise) is
+    refused unless ``publish_reproducible_noise_not_private`` is set, for tests and demos on
+    loopback.
 
     Raises
     ------
@@ -158,7 +261,14 @@ class ReleasePublisher:
         insecure: bool = False,
         sndhwm: int = 1000,
         context: zmq.Context | None = None,
+        publish_reproducible_noise_not_private: bool = False,
     ) -> None:
+        if not isinstance(publish_reproducible_noise_not_private, bool):
+            raise TypeError(
+                "publish_reproducible_noise_not_private must be a bool, "
+                f"got {publish_reproducible_noise_not_private!r}"
+            )
+        self.publish_reproducible_noise_not_private = publish_reproducible_noise_not_private
         if not _is_loopback(endpoint) and curve is None and not insecure:
             raise InputError(
                 f"{endpoint}: refusing to publish sanitized features beyond this machine without "
@@ -233,19 +343,21 @@ class ReleasePublisher:
         TypeError
             ``release`` is not a genuine, unmodified :class:`~streamdp.privacy.release.PrivateRelease`.
         ValueError
-            Its noise came from a generator that is not cryptographic (a plain NumPy generator):
-            fine for local simulations, never for a network.
+            Its noise is reproducible, not private (a seeded source), and
+            ``publish_reproducible_noise_not_private`` was not set.
         """
         check_sealed(release)
-        if release.ledger.get(GENERATOR_KEY) != CRYPTOGRAPHIC:
+        if release.ledger.get(GENERATOR_KEY) != CRYPTOGRAPHIC and not self.publish_reproducible_noise_not_private:
             raise ValueError(
-                f"chunk {release.ledger.get('chunk_index')}: its noise came from a generator that is not "
-                "cryptographic; a network sink publishes only noise from streamdp.privacy.secure_generator"
+                f"chunk {release.ledger.get('chunk_index')}: its noise is {release.ledger.get(GENERATOR_KEY)!r} "
+                "(seeded: not cryptographic); a network sink publishes only noise from the OS CSPRNG "
+                "(streamdp.privacy.secure_generator() without a seed)"
             )
         self._socket.send_multipart([release.topic.encode(), self._pack(release.to_message())])
 
     def publish_status(self, status: SessionStatus) -> None:
-        """Publish one status on ``streamdp.status``.
+        """Check ``status`` and send nothing: its counters are raw functions of the gaze, for
+        the owner's :class:`StatusPublisher` only.
 
         Raises
         ------
@@ -253,7 +365,6 @@ class ReleasePublisher:
             ``status`` is not a :class:`~streamdp.status.SessionStatus`.
         """
         check_status(status)
-        self._socket.send_multipart([STATUS_TOPIC.encode(), self._pack(status.to_message())])
 
     def close(self) -> None:
         """Close the socket (dropping what is unsent) and stop CURVE's authenticator."""

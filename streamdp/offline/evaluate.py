@@ -1,50 +1,66 @@
-"""``streamdp evaluate``: what a setting of mechanism, ε and chunk length costs, measured as the
-papers do.
+"""``streamdp evaluate``: what a setting of mechanism, ε and chunk length costs, measured
+honestly.
 
-For labelled recordings (a manifest gives each one's participant and task) and a grid of
-mechanisms × ε × chunk lengths:
+For labelled recordings (a manifest gives each one's participant, task and any other labels) and
+a grid of mechanisms × ε × chunk lengths, each run with several noise seeds:
 
-- **utility**: Bozkir et al.'s ``1/|NMSE|`` per feature over every recording, averaged;
-- **re-identification attack**: classifiers trained on the first half of each recording and
-  tested on the second half (both papers' best case for the adversary), labels = participants;
-- **task classification**: leave-one-person-out, labels = tasks;
+- **utility**: Bozkir et al.'s ``1/|NMSE|`` per feature, computed per task label over that
+  label's recordings (as the paper did), averaged over the features;
+- **re-identification attack** (labels = participants), split without leaks
+  (:mod:`streamdp.offline.splits`): within a recording by whole chunks with at least one window
+  between training and test steps (``"chunked"``), or across recordings (``"cross-session"``);
+- **task classification**, for the ``task`` column or any other manifest column: leave one
+  person out;
 
-each with k-NN (k = 11, or fewer when the training set is smaller), SVM (RBF, C = 1), a
-decision tree and a random forest (10 trees), per sample and with majority voting over each
-recording's test samples. Features are standardized with statistics of the training fold only
-(a scikit-learn pipeline). Samples are every ``subsample``-th step (5 for the attack, 10 for the
-task, as Bozkir et al. did) so that overlapping 30 s windows do not dominate.
+each with k-NN, SVM, a decision tree and a random forest (:mod:`streamdp.offline.classify`), per
+sample and with majority voting. The grid's (point, seed) jobs run on local worker processes.
 
 Features come from the session core (:meth:`Session.feature_rows
 <streamdp.session.Session.feature_rows>`) and every grid point's releases from its configuration's
 chunk privatizer (:func:`grid_config`), so evaluation sees what a live session releases. Without a
-manifest it runs on synthetic people from the generator, so a new user sees the trade-off in a
-minute. The result files are written by :mod:`streamdp.offline.results`.
+manifest it runs on synthetic people from the generator, so a new user sees the trade-off in
+seconds. The result files are written by :mod:`streamdp.offline.results`.
 """
 
 from __future__ import annotations
 
-import csv
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+import multiprocessing
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..config import SessionConfig
-from ..errors import InputError
 from ..gaze import Recording
 from ..privacy.mechanisms import FPA, MECHANISMS, OFFLINE_MECHANISMS
-from ..privacy.utility import mean_utility
 from ..session import Session
 from ..stages.features import FeatureRows
+from .classify import (
+    CLASSIFIERS,
+    REID_SPLITS,
+    Released,
+    label_utility,
+    make_classifier,
+    reidentification,
+    task_classification,
+)
+from .manifest import read_manifest, read_manifest_rows
+from .splits import chunked_split, cross_session_folds, lopo_splits
+
+__all__ = [
+    "CLASSIFIERS", "EVALUATE_MECHANISMS", "REID_SPLITS", "GridPoint", "LabelledRecording", "Released",
+    "chunked_split", "cross_session_folds", "evaluate", "feature_signals", "grid_config", "label_utility",
+    "lopo_splits", "make_classifier", "read_manifest", "read_manifest_rows", "reidentification", "sanitize",
+    "synthetic_study", "task_classification",
+]
 
 log = logging.getLogger(__name__)
 
-CLASSIFIERS = ("knn", "svm", "tree", "forest")
 #: what a grid point may name: no noise, a streaming mechanism of the registry, or an offline one
 EVALUATE_MECHANISMS: tuple[str, ...] = ("none", *MECHANISMS, *OFFLINE_MECHANISMS)
 
@@ -59,53 +75,55 @@ class LabelledRecording:
     features: NDArray[np.float64]  # (steps, 52), unsanitized
     #: step times (steps,); None: consecutive steps of the configured step
     t: NDArray[np.float64] | None = None
+    #: the manifest's other columns (gender, session, …)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def label(self, column: str) -> str:
+        """The recording's value in a manifest column (``"task"``, ``"participant"`` or another).
+
+        Raises
+        ------
+        KeyError
+            The recording has no such column.
+        """
+        if column in ("task", "participant"):
+            return str(getattr(self, column))
+        return self.labels[column]
 
 
-def read_manifest(path: str | Path) -> list[tuple[Path, str, str]]:
-    """A CSV with columns ``recording``, ``participant``, ``task``; paths relative to the manifest.
+def synthetic_study(
+    people: int = 6, seconds: float = 240.0, seed: int = 0, signal: str = "scene-deg"
+) -> list[tuple[Recording, str, str]]:
+    """Each synthetic person reads and searches once (two tasks): scene-camera gaze in degrees
+    (:func:`~streamdp.synthetic.generate`, 120 Hz) or, for ``signal="eye-camera-norm"``,
+    eye-camera pupil positions (:func:`~streamdp.synthetic.generate_eye_camera`, 30 Hz).
 
     Raises
     ------
-    InputError
-        Missing columns, an empty manifest, or a recording that does not exist (named with its line).
+    ValueError
+        An unknown signal.
     """
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read manifest: {exc.strerror}") from None
-    rows = list(csv.DictReader(text.splitlines()))
-    if not rows:
-        raise InputError(f"{p}: the manifest lists no recording")
-    missing = {"recording", "participant", "task"} - set(rows[0])
-    if missing:
-        raise InputError(f"{p}: missing column(s) {', '.join(sorted(missing))}")
-    out = []
-    for i, row in enumerate(rows, start=2):
-        rec = (p.parent / row["recording"]).resolve()
-        if not rec.exists():
-            raise InputError(f"{p}: line {i}: recording {row['recording']!r} does not exist")
-        if not row["participant"] or not row["task"]:
-            raise InputError(f"{p}: line {i}: participant and task must not be empty")
-        out.append((rec, row["participant"], row["task"]))
-    return out
+    from ..signals import get_signal
+    from ..synthetic import Task, generate, generate_eye_camera
 
-
-def synthetic_study(people: int = 6, seconds: float = 240.0, seed: int = 0) -> list[tuple[Recording, str, str]]:
-    """Each synthetic person reads and searches once (two tasks)."""
-    from ..synthetic import Task, generate
-
+    eye = get_signal(signal).settings["units"] == "norm"
     out: list[tuple[Recording, str, str]] = []
     for p in range(people):
         tasks: tuple[Task, Task] = ("reading", "search")
         for j, task in enumerate(tasks):
-            rec = generate(duration=seconds, rate=120.0, seed=seed * 1000 + 2 * p + j, person=p, task=task).recording
+            s = seed * 1000 + 2 * p + j
+            if eye:
+                rec = generate_eye_camera(duration=seconds, seed=s, person=p, task=task).recording
+            else:
+                rec = generate(duration=seconds, rate=120.0, seed=s, person=p, task=task).recording
             out.append((rec, f"P{p}", task))
     return out
 
 
 def feature_signals(
-    items: Sequence[tuple[Recording, str, str]], config: SessionConfig | None = None
+    items: Sequence[tuple[Recording, str, str]],
+    config: SessionConfig | None = None,
+    labels: Sequence[Mapping[str, str]] | None = None,
 ) -> list[LabelledRecording]:
     """Each recording's unsanitized feature rows, computed once by the session core as
     :meth:`Session.run <streamdp.session.Session.run>` computes them (camera, units, diameter
@@ -118,20 +136,18 @@ def feature_signals(
     """
     cfg = config or SessionConfig()
     out = []
-    for rec, participant, task in items:
+    for i, (rec, participant, task) in enumerate(items):
         rows = Session.for_recording(cfg, rec).feature_rows(rec)
         if len(rows) < 20:
             log.warning("skipped %s: only %d feature steps", rec.name, len(rows))
             continue
-        out.append(LabelledRecording(rec.name, participant, task, rows.values, rows.t))
+        extra = dict(labels[i]) if labels is not None else {}
+        out.append(LabelledRecording(rec.name, participant, task, rows.values, rows.t, extra))
     return out
 
 
-class Sanitized(NamedTuple):
-    """One recording's released steps: their unsanitized rows and what the mechanism made."""
-
-    clean: NDArray[np.float64]
-    noisy: NDArray[np.float64]
+#: the released steps of one recording (the old name)
+Sanitized = Released
 
 
 def grid_config(base: SessionConfig, mechanism: str, epsilon: float, chunk_length: int) -> SessionConfig:
@@ -168,20 +184,27 @@ def grid_config(base: SessionConfig, mechanism: str, epsilon: float, chunk_lengt
 
 
 def offline_mechanism(config: SessionConfig, mechanism: str, epsilon: float) -> FPA:
-    """The offline mechanism ``mechanism`` with ε ``epsilon``, ``config``'s bounds and the
+    """The offline mechanism ``mechanism`` at total ε ``epsilon`` (all features together, split
+    equally: the grid's ε is a total for every mechanism), with ``config``'s bounds and the
     mechanism parameters ``config`` sets.
 
     Raises
     ------
     TypeError, ValueError
         A parameter the mechanism does not take (named), or of the wrong type or out of range.
+
+    Examples
+    --------
+    >>> offline_mechanism(SessionConfig(), "fpa", 52.0).epsilon
+    1.0
     """
     cls = OFFLINE_MECHANISMS[mechanism]
     params = {key: v for key, v in config.mechanism_params().items() if key not in ("epsilon", "chunk_length")}
     for key in params:
         if key not in cls.parameters:
             raise TypeError(f"{mechanism} does not take parameter {key!r}")
-    return cls(epsilon=epsilon, bounds=config.bounds_profile(), **params)
+    bounds = config.bounds_profile()
+    return cls(epsilon=epsilon / len(bounds.names), bounds=bounds, **params)
 
 
 def sanitize(
@@ -191,10 +214,11 @@ def sanitize(
     n: int,
     seed: int,
     config: SessionConfig | None = None,
-) -> list[Sanitized]:
+) -> list[Released]:
     """Each recording's rows through the chunk privatizer of :func:`grid_config` (chunker,
     mechanism and accountant, as live; the i-th recording seeded ``seed + i``). Chunks hold
-    consecutive steps only and a partial chunk is dropped, as live. ``"none"`` returns the released
+    consecutive steps only and a partial chunk is dropped, as live; each released step keeps its
+    time and its chunk. ``"none"`` returns the released
     steps' rows unchanged, and an offline mechanism (``"fpa"``) perturbs them as one whole signal.
 
     Raises
@@ -211,6 +235,7 @@ def sanitize(
         privatizer = cfg.chunk_privatizer(seed + i)
         releases = privatizer.update(FeatureRows(t, r.features)) + privatizer.flush()
         steps = np.concatenate([rel.t for rel in releases]) if releases else np.empty(0)
+        chunk = np.repeat(np.arange(len(releases), dtype=np.intp), [len(rel.t) for rel in releases])
         clean = r.features[np.searchsorted(t, steps)]
         if mechanism in MECHANISMS and releases:
             noisy = np.concatenate([rel.values for rel in releases])
@@ -218,97 +243,7 @@ def sanitize(
             noisy = offline.privatize(clean, cfg.rng(seed + i)).values
         else:
             noisy = clean
-        out.append(Sanitized(clean, noisy))
-    return out
-
-
-def make_classifier(name: str, n_train: int, seed: int = 0) -> Any:
-    """A scikit-learn pipeline: standardization fitted on the training fold only, then the model."""
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import SVC
-    from sklearn.tree import DecisionTreeClassifier
-
-    models: dict[str, Callable[[], Any]] = {
-        "knn": lambda: KNeighborsClassifier(n_neighbors=max(1, min(11, n_train))),
-        "svm": lambda: SVC(kernel="rbf", C=1.0, gamma="scale"),
-        "tree": lambda: DecisionTreeClassifier(random_state=seed),
-        "forest": lambda: RandomForestClassifier(n_estimators=10, random_state=seed),
-    }
-    return make_pipeline(StandardScaler(), models[name]())
-
-
-def reid_split(lengths: Sequence[int]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """Train: the first half of each recording's samples; test: the second half."""
-    train: list[int] = []
-    test: list[int] = []
-    start = 0
-    for n in lengths:
-        half = n // 2
-        train.extend(range(start, start + half))
-        test.extend(range(start + half, start + n))
-        start += n
-    return np.asarray(train, dtype=np.intp), np.asarray(test, dtype=np.intp)
-
-
-def lopo_splits(groups: Sequence[str]) -> Iterator[tuple[str, NDArray[np.intp], NDArray[np.intp]]]:
-    """Leave one participant out: (participant, train indices, test indices) per participant."""
-    g = np.asarray(groups)
-    for person in sorted(set(groups)):
-        yield person, np.flatnonzero(g != person), np.flatnonzero(g == person)
-
-
-def _accuracy(pred: NDArray[Any], truth: NDArray[Any], rec_of: NDArray[np.intp]) -> tuple[float, float]:
-    """(per-sample accuracy, accuracy of each recording's majority vote)."""
-    per_sample = float(np.mean(pred == truth))
-    votes = []
-    for r in np.unique(rec_of):
-        m = rec_of == r
-        labels, counts = np.unique(pred[m], return_counts=True)
-        votes.append(labels[np.argmax(counts)] == truth[m][0])
-    return per_sample, float(np.mean(votes))
-
-
-def _samples(
-    signals: Sequence[NDArray[np.float64]], every: int
-) -> tuple[NDArray[np.float64], NDArray[np.intp], list[int]]:
-    xs, rec_of, lengths = [], [], []
-    for i, s in enumerate(signals):
-        sub = s[::every]
-        xs.append(sub)
-        rec_of.append(np.full(len(sub), i))
-        lengths.append(len(sub))
-    return np.concatenate(xs), np.concatenate(rec_of), lengths
-
-
-def reidentification(
-    signals: Sequence[NDArray[np.float64]], people: Sequence[str], every: int = 5, seed: int = 0
-) -> dict[str, tuple[float, float]]:
-    x, rec_of, lengths = _samples(signals, every)
-    y = np.asarray(people)[rec_of]
-    train, test = reid_split(lengths)
-    out = {}
-    for name in CLASSIFIERS:
-        clf = make_classifier(name, len(train), seed).fit(x[train], y[train])
-        out[name] = _accuracy(clf.predict(x[test]), y[test], rec_of[test])
-    return out
-
-
-def task_classification(
-    signals: Sequence[NDArray[np.float64]], people: Sequence[str], tasks: Sequence[str], every: int = 10, seed: int = 0
-) -> dict[str, tuple[float, float]]:
-    x, rec_of, _ = _samples(signals, every)
-    y = np.asarray(tasks)[rec_of]
-    groups = list(np.asarray(people)[rec_of])
-    out = {}
-    for name in CLASSIFIERS:
-        preds = np.empty(len(y), dtype=y.dtype)
-        for _, train, test in lopo_splits(groups):
-            clf = make_classifier(name, len(train), seed).fit(x[train], y[train])
-            preds[test] = clf.predict(x[test])
-        out[name] = _accuracy(preds, y, rec_of)
+        out.append(Released(clean, noisy, steps, chunk))
     return out
 
 
@@ -322,6 +257,27 @@ class GridPoint:
         """This point's configuration (:func:`grid_config`), checked: raises what it raises."""
         return grid_config(base, self.mechanism, self.epsilon, self.chunk_length)
 
+    def epsilon_chunk(self, base: SessionConfig) -> float:
+        """ε of one chunk of all features at this point; an offline mechanism releases a whole
+        recording at once, so its figure is the ε of that one release (which covers every chunk);
+        NaN without noise."""
+        if self.mechanism in OFFLINE_MECHANISMS:
+            mech = offline_mechanism(base, self.mechanism, self.epsilon)
+            return float(mech.epsilon * mech.n_features)
+        if self.mechanism not in MECHANISMS:
+            return float("nan")
+        return float(self.config(base).mechanism_instance().epsilon_chunk)
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """What every (grid point, seed) job measures: the targets, the splits, the sampling."""
+
+    tasks: tuple[str, ...] = ("task",)
+    splits: tuple[str, ...] = ("chunked",)
+    reid_every: int = 5
+    task_every: int = 10
+
 
 def evaluate(
     recs: Sequence[LabelledRecording],
@@ -329,45 +285,108 @@ def evaluate(
     seed: int = 0,
     progress: bool = True,
     config: SessionConfig | None = None,
+    *,
+    seeds: int = 1,
+    tasks: Sequence[str] = ("task",),
+    splits: Sequence[str] = ("chunked",),
+    workers: int = 1,
 ) -> list[dict[str, Any]]:
-    """One row per grid point × metric × classifier × voting.
+    """One row per grid point × noise seed × metric × target × classifier × voting.
+
+    Repetition j sanitizes recording i with seed ``seed + j·len(recs) + i`` (no two share
+    noise) and seeds the classifiers with j. Utility rows have one row per task label (target =
+    the label); re-identification rows name the split; task rows name the manifest column.
+    ``workers > 1`` runs the jobs on that many local processes; the rows come back in job
+    order whatever the order they finish in.
 
     Raises
     ------
     TypeError, ValueError
-        A grid point's configuration is refused (checked for every point before any work).
+        A grid point's configuration is refused, an unknown split, a task column some recording
+        lacks, ``seeds`` or ``workers`` below 1 (all checked before any work).
     """
+    base = config or SessionConfig()
     for point in grid:
-        point.config(config or SessionConfig())
+        point.config(base)
+    for name, v in (("seeds", seeds), ("workers", workers)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must be an int, got {v!r}")
+        if v < 1:
+            raise ValueError(f"{name} must be ≥ 1, got {v!r}")
+    for split in splits:
+        if split not in REID_SPLITS:
+            raise ValueError(f"split must be one of {', '.join(REID_SPLITS)}, got {split!r}")
+    for column in tasks:
+        lacking = [r.name for r in recs if column not in ("task", "participant") and column not in r.labels]
+        if lacking:
+            raise ValueError(f"task column {column!r} is missing for {', '.join(lacking[:3])}")
+    plan = EvaluationPlan(tuple(tasks), tuple(splits))
+    jobs = [(point, seed + j * len(recs), j) for point in grid for j in range(seeds)]
+    results: dict[int, list[dict[str, Any]]] = {}
+    if workers == 1 or len(jobs) == 1:
+        _worker_init(recs, base, plan)
+        for i, job in enumerate(_progress(jobs, progress, len(jobs))):
+            results[i] = _run_job(*job)
+    else:
+        # spawn, not fork: a fork after scikit-learn or BLAS started threads can deadlock the child
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, spawn, initializer=_worker_init, initargs=(recs, base, plan)) as pool:
+            futures = {pool.submit(_run_job, *job): i for i, job in enumerate(jobs)}
+            for future in _progress(as_completed(futures), progress, len(jobs)):
+                results[futures[future]] = future.result()
+    return [row for i in range(len(jobs)) for row in results[i]]
+
+
+_JOB: dict[str, Any] = {}
+
+
+def _worker_init(recs: Sequence[LabelledRecording], config: SessionConfig, plan: EvaluationPlan) -> None:
+    """What every job of a worker shares: sent once per process, not once per job."""
+    _JOB.update(recs=list(recs), config=config, plan=plan)
+
+
+def _run_job(point: GridPoint, noise_seed: int, repetition: int) -> list[dict[str, Any]]:
+    recs: list[LabelledRecording] = _JOB["recs"]
+    config: SessionConfig = _JOB["config"]
+    plan: EvaluationPlan = _JOB["plan"]
+    parts = sanitize(recs, point.mechanism, point.epsilon, point.chunk_length, noise_seed, config)
     people = [r.participant for r in recs]
-    tasks = [r.task for r in recs]
-    chance_reid = 1.0 / len(set(people))
-    chance_task = 1.0 / len(set(tasks))
+    base = {
+        "mechanism": point.mechanism,
+        "epsilon": point.epsilon,
+        "epsilon_chunk": point.epsilon_chunk(config),
+        "chunk_length": point.chunk_length,
+        "seed": repetition,
+    }
+    nan = float("nan")
     rows: list[dict[str, Any]] = []
-    for point in _progress(grid, progress):
-        pairs = sanitize(recs, point.mechanism, point.epsilon, point.chunk_length, seed, config)
-        signals = [p.noisy for p in pairs]
-        base = {"mechanism": point.mechanism, "epsilon": point.epsilon, "chunk_length": point.chunk_length}
-        if point.mechanism != "none":
-            u = mean_utility(np.concatenate([p.clean for p in pairs]), np.concatenate(signals))
-            rows.append(
-                {**base, "metric": "utility", "classifier": "-", "voting": "-", "value": u, "chance": float("nan")}
-            )
-        for metric, result, chance in (
-            ("reidentification", reidentification(signals, people, seed=seed), chance_reid),
-            ("task", task_classification(signals, people, tasks, seed=seed), chance_task),
-        ):
-            for clf, (acc, voted) in result.items():
-                rows.append(
-                    {**base, "metric": metric, "classifier": clf, "voting": "no", "value": acc, "chance": chance}
-                )
-                rows.append(
-                    {**base, "metric": metric, "classifier": clf, "voting": "yes", "value": voted, "chance": chance}
-                )
+    if point.mechanism != "none":
+        for label, u in label_utility(parts, [r.task for r in recs]).items():
+            rows.append({**base, "metric": "utility", "target": label, "classifier": "-", "voting": "-",
+                         "value": u, "chance": nan})
+    measured = []
+    for split in plan.splits:
+        window = config.window_config().window
+        result = reidentification(parts, people, split=split, window=window, every=plan.reid_every, seed=repetition)
+        measured.append(("reidentification", split, result, 1.0 / len(set(people))))
+    for column in plan.tasks:
+        labels = [r.label(column) for r in recs]
+        result = task_classification(parts, people, labels, every=plan.task_every, seed=repetition)
+        measured.append(("task", column, result, 1.0 / len(set(labels))))
+    for metric, target, result, chance in measured:
+        for clf, (acc, voted) in result.items():
+            for voting, value in (("no", acc), ("yes", voted)):
+                rows.append({**base, "metric": metric, "target": target, "classifier": clf, "voting": voting,
+                             "value": value, "chance": chance})
     return rows
 
 
-def _progress(items: Iterable[_T], show: bool) -> Iterable[_T]:
+def default_workers() -> int:
+    """The processors this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _progress(items: Iterable[_T], show: bool, total: int) -> Iterable[_T]:
     """A tqdm bar over ``items`` when tqdm (an optional extra) is installed and progress is wanted."""
     if not show:
         return items
@@ -375,4 +394,4 @@ def _progress(items: Iterable[_T], show: bool) -> Iterable[_T]:
         from tqdm import tqdm
     except ImportError:
         return items
-    return tqdm(items, desc="evaluate", unit="setting", disable=None)
+    return tqdm(items, desc="evaluate", unit="job", total=total, disable=None)

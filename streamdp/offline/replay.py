@@ -11,9 +11,22 @@ For every recording it writes, in the output folder:
 - ``<name>.msgpack``: every chunk's message, byte for byte what ``streamdp relay`` publishes on
   ``streamdp.features.<mechanism>`` for the same gaze and seed.
 
+Only public or noised values are written: the released values, the public configuration and
+each chunk's published ledger; never the clip rate, the seed or the identity.
+
 Seeds: with ``--seed S`` the i-th recording (in the order given) uses seed ``S + i``, so
 ``streamdp relay --seed S+i`` on the same gaze publishes the same bytes. Recordings never share a
-noise stream: the same noise on two people's data would reveal their difference exactly.
+noise stream: the same noise on two people's data would reveal their difference exactly. Seeded
+noise is for tests and research: whoever knows the seed removes the noise, so the seed is never
+written into the folder (the configuration there has ``seed`` unset) and the ledgers and
+``replay.json`` say ``"noise": "reproducible, not private"``. To reproduce a run, give the same
+``--seed`` again with ``--config out/replay.json``; keep the seed apart from the data.
+
+Budgets: under the ``session`` and ``w-event`` units every recording charges the durable ledger
+of the configuration's ``identity`` (one person, one budget: see
+:mod:`streamdp.privacy.ledger_store`), in the order given, one recording after another (so
+which recordings are released before the budget runs out does not depend on the workers); those
+units without an identity are refused, since each recording would otherwise start a fresh budget.
 
 The folder appears whole or not at all (:func:`~streamdp.offline.results.staged_folder`):
 everything is written to a hidden sibling folder that is renamed into place at the end, and
@@ -40,18 +53,48 @@ import msgpack
 import numpy as np
 
 from ..config import SessionConfig
-from ..errors import InputError, StreamdpError
+from ..errors import BudgetExhausted, InputError, StreamdpError
 from ..privacy.release import PrivateRelease
 from ..schema import FEATURE_NAMES
 from ..session import Session
 from ..sinks import CollectingSink
-from .results import staged_folder
+from .recordings import CsvLayout, open_recording
+from .results import LOCAL_CONFIG_FIELDS, shared_config, staged_folder
 
 log = logging.getLogger(__name__)
+
+__all__ = ["LOCAL_CONFIG_FIELDS", "ReplayConfig", "ReplayResult", "noise_statement", "replay", "shared_config"]
 
 
 #: replay's configuration is the session's
 ReplayConfig = SessionConfig
+
+SEEDED_NOISE = "reproducible, not private"
+PRIVATE_NOISE = "private (OS entropy)"
+
+
+def noise_statement(seed: int | None) -> str:
+    """What a reader of the output must know about its noise (never the seed itself)."""
+    return SEEDED_NOISE if seed is not None else PRIVATE_NOISE
+
+
+def shared_result(result: ReplayResult) -> dict[str, Any]:
+    """A result as written or printed: its fields without the seed, and the noise statement."""
+    out = {k: v for k, v in asdict(result).items() if k != "seed"}
+    out["noise"] = noise_statement(result.seed)
+    return out
+
+
+def _durable_budget(config: SessionConfig) -> bool:
+    """Whether the recordings charge one person's durable budget (refused without an identity)."""
+    if config.unit == "chunk":
+        return False
+    if getattr(config, "identity", None) is None:
+        raise StreamdpError(
+            f"replay under the {config.unit} unit needs an identity: whose budget the recordings charge "
+            "(e.g. --identity alice@headset1); without one each recording would start a fresh budget"
+        )
+    return True
 
 
 @dataclass
@@ -97,13 +140,14 @@ def _unique_name(path: str, taken: set[str]) -> str:
     return name
 
 
-def replay_one(path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str) -> ReplayResult:
-    """Replay one recording into ``out_dir`` (a worker's whole job: picklable in and out)."""
-    from ..readers import read_recording
-
+def replay_one(
+    path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str, layout: CsvLayout | None = None
+) -> ReplayResult:
+    """Replay one recording into ``out_dir`` (a worker's whole job: picklable in and out); a
+    ``layout`` reads it as a CSV of that layout."""
     result = ReplayResult(path, name, seed)
     try:
-        rec = read_recording(path)
+        rec = open_recording(path, layout, config)
     except (InputError, OSError) as exc:
         result.skipped = f"cannot read: {exc}"
         return result
@@ -111,7 +155,11 @@ def replay_one(path: str, name: str, config: ReplayConfig, seed: int | None, out
         result.skipped = "--blinks given, but the recording has no blink events"
         return result
     sink = CollectingSink()
-    session = Session.for_recording(config, rec, sinks=[sink], seed=seed)
+    try:
+        session = Session.for_recording(config, rec, sinks=[sink], seed=seed)
+    except BudgetExhausted as exc:  # a durable budget spent by the recordings before this one
+        result.skipped = f"not replayed: {exc}"
+        return result
     session.run(rec)
     releases = sink.releases
     result.steps_dropped = session.status().dropped_steps
@@ -140,8 +188,8 @@ def replay_one(path: str, name: str, config: ReplayConfig, seed: int | None, out
     result.files.append(f"{name}.csv")
     ledger = {
         "recording": path,
-        "seed": seed,
-        "config": config.describe(),
+        "noise": noise_statement(seed),
+        "config": shared_config(config),
         "chunks": [m["ledger"] for m in messages],
     }
     _write_atomically(
@@ -173,11 +221,14 @@ def replay(
     executor: str = "processes",
     scheduler: str | None = None,
     progress: bool = True,
+    layout: CsvLayout | None = None,
 ) -> list[ReplayResult]:
     """Replay ``paths`` into ``out_dir``.
 
     Parameters
     ----------
+    layout : CsvLayout, optional
+        Read every path as a CSV of this layout (default: the format the readers recognise).
     jobs : int or None
         Local worker processes (default: the number of cores; 1 runs in this process).
     executor : {"processes", "dask"}
@@ -207,12 +258,20 @@ def replay(
     if executor not in ("processes", "dask"):
         raise ValueError(f"executor must be 'processes' or 'dask', got {executor!r}")
     config.check()  # bad options fail here, before any file or worker exists
+    if _durable_budget(config):
+        jobs, executor = 1, "processes"  # one budget, charged in the order given
     taken: set[str] = set()
     names = [_unique_name(p, taken) for p in paths]
     with staged_folder(Path(out_dir), overwrite=overwrite) as stage:
-        tasks = [(p, names[i], config, recording_seed(config.seed, i), str(stage.path)) for i, p in enumerate(paths)]
+        tasks = [
+            (p, names[i], config, recording_seed(config.seed, i), str(stage.path), layout) for i, p in enumerate(paths)
+        ]
         results = _run(tasks, jobs, executor, scheduler, progress)
-        summary = {"config": config.describe(), "recordings": [asdict(r) for r in results]}
+        summary = {
+            "config": shared_config(config),
+            "noise": noise_statement(config.seed),
+            "recordings": [shared_result(r) for r in results],
+        }
         (stage.path / "replay.json").write_text(json.dumps(summary, indent=1))
         stage.publish = any(r.chunks for r in results)
     return results

@@ -21,7 +21,26 @@ from typing import Any
 
 import numpy as np
 
+from ..config import SessionConfig
 from ..errors import InputError
+
+#: configuration fields never written into an output folder: the seed removes the noise, the
+#: identity names the person, the ledger folder is local
+LOCAL_CONFIG_FIELDS = ("seed", "identity", "ledger_dir")
+
+
+def shared_config(config: SessionConfig) -> dict[str, Any]:
+    """The configuration as written beside the data: :meth:`SessionConfig.describe` with the
+    local fields (:data:`LOCAL_CONFIG_FIELDS`) unset.
+
+    Examples
+    --------
+    >>> shared = shared_config(SessionConfig(seed=7, unit="session", budget=100.0, identity="alice"))
+    >>> shared["seed"], shared["identity"], shared["budget"]
+    (None, None, 100.0)
+    """
+    described = config.describe()
+    return {k: (None if k in LOCAL_CONFIG_FIELDS else v) for k, v in described.items()}
 
 
 def check_writable_place(path: Path, what: str) -> None:
@@ -110,10 +129,21 @@ def staged_folder(out: Path, *, overwrite: bool = False, option: str = "--out") 
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """results.csv, results.md, results.json, results.parquet (with the parquet extra) and the plots."""
+#: the columns of results.csv and results.parquet, in order
+RESULT_KEYS = (
+    "mechanism", "chunk_length", "epsilon", "epsilon_chunk", "seed", "metric", "target", "classifier", "voting",
+    "value", "chance",
+)
+
+
+def write_results(
+    rows: list[dict[str, Any]], out_dir: Path, config: SessionConfig | None = None
+) -> list[Path]:
+    """results.csv, results.md, results.json, results.parquet (with the parquet extra), the plots
+    and, given the base ``config``, evaluation.json with it as :func:`shared_config` writes it
+    (never the seed, the identity or the ledger folder)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    keys = ["mechanism", "chunk_length", "epsilon", "metric", "classifier", "voting", "value", "chance"]
+    keys = list(RESULT_KEYS)
     with open(out_dir / "results.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
@@ -121,6 +151,9 @@ def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     (out_dir / "results.json").write_text(json.dumps(rows, indent=1))
     (out_dir / "results.md").write_text(markdown_table(rows))
     written = [out_dir / "results.csv", out_dir / "results.md"]
+    if config is not None:
+        (out_dir / "evaluation.json").write_text(json.dumps({"config": shared_config(config)}, indent=1))
+        written.append(out_dir / "evaluation.json")
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -132,86 +165,128 @@ def write_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     return [*written, *plot_results(rows, out_dir)]
 
 
-def _mean(rows: list[dict[str, Any]], **match: Any) -> float:
-    """The mean ``value`` of the rows whose fields equal ``match`` (NaN when none does)."""
-    v = [r["value"] for r in rows if all(r[k] == want for k, want in match.items())]
-    return float(np.mean(v)) if v else float("nan")
+def seed_stats(rows: list[dict[str, Any]], **match: Any) -> tuple[float, float, int]:
+    """(mean, sd, seeds) over noise seeds of the per-seed mean ``value`` of the rows whose fields
+    equal ``match`` (e.g. the mean over the four classifiers); sd with ``ddof=1``, 0 for one seed,
+    NaN when no row matches.
+
+    Examples
+    --------
+    >>> rows = [{"seed": s, "metric": "task", "value": v} for s, v in ((0, 0.5), (0, 0.7), (1, 0.8))]
+    >>> tuple(round(x, 3) for x in seed_stats(rows, metric="task"))
+    (0.7, 0.141, 2)
+    """
+    per_seed: dict[Any, list[float]] = {}
+    for r in rows:
+        if all(r[k] == want for k, want in match.items()):
+            per_seed.setdefault(r["seed"], []).append(r["value"])
+    if not per_seed:
+        return float("nan"), float("nan"), 0
+    means = np.array([np.mean(v) for v in per_seed.values()])
+    sd = float(np.std(means, ddof=1)) if len(means) > 1 else 0.0
+    return float(means.mean()), sd, len(means)
+
+
+def _pm(stats: tuple[float, float, int], digits: int = 2) -> str:
+    mean, sd, _ = stats
+    if not np.isfinite(mean):
+        return "–"
+    if digits < 0:  # utility: three significant digits
+        return f"{mean:.3g} ± {sd:.2g}"
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def _targets(rows: list[dict[str, Any]], metric: str) -> list[str]:
+    return list(dict.fromkeys(r["target"] for r in rows if r["metric"] == metric))
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """Utility and the mean accuracy over the four classifiers (with majority voting), per setting."""
+    """Per setting: utility (mean over task labels) and the accuracy averaged over the four
+    classifiers, with majority voting and per sample, each as mean ± sd over noise seeds; then
+    utility per task label."""
     settings = sorted({(r["mechanism"], r["chunk_length"], r["epsilon"]) for r in rows})
+    chunk_eps = {(r["mechanism"], r["chunk_length"], r["epsilon"]): r.get("epsilon_chunk") for r in rows}
+    columns = [("reidentification", t) for t in _targets(rows, "reidentification")]
+    columns += [("task", t) for t in _targets(rows, "task")]
+    seeds = len({r["seed"] for r in rows})
+    head = ["mechanism", "n", "ε", "ε per chunk", "utility 1/|NMSE|"]
+    for metric, target in columns:
+        name = f"re-id {target}" if metric == "reidentification" else target
+        head += [f"{name} (voting)", f"{name} per sample"]
     lines = [
-        "| mechanism | n | ε/feature | utility 1/|NMSE| | re-identification (voting) | re-id per sample "
-        "| task (voting) | task per sample |",
-        "|---|---|---|---|---|---|---|---|",
+        f"Mean ± sd over {seeds} noise seed{'s' if seeds != 1 else ''}; accuracies averaged over the four classifiers.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
     ]
     for m, n, e in settings:
-        mean = {
-            (metric, voting): _mean(rows, mechanism=m, chunk_length=n, epsilon=e, metric=metric, voting=voting)
-            for metric, voting in (("utility", "-"), ("reidentification", "yes"), ("reidentification", "no"),
-                                   ("task", "yes"), ("task", "no"))
-        }
-        eps, utility = ("–", "–") if m == "none" else (f"{e:g}", f"{mean['utility', '-']:.3g}")
-        lines.append(
-            f"| {m} | {n} | {eps} | {utility} | "
-            f"{mean['reidentification', 'yes']:.2f} | {mean['reidentification', 'no']:.2f} | "
-            f"{mean['task', 'yes']:.2f} | {mean['task', 'no']:.2f} |"
-        )
-    chance = {r["metric"]: r["chance"] for r in rows if r["metric"] != "utility"}
-    lines.append("")
-    lines.append(
-        f"Chance: re-identification {chance.get('reidentification', float('nan')):.2f}, "
-        f"task {chance.get('task', float('nan')):.2f}."
-    )
+        at = {"mechanism": m, "chunk_length": n, "epsilon": e}
+        ec = chunk_eps[m, n, e]
+        cells = [m, str(n), "–" if m == "none" else f"{e:g}", f"{ec:g}" if ec is not None and np.isfinite(ec) else "–"]
+        cells.append("–" if m == "none" else _pm(seed_stats(rows, **at, metric="utility"), -1))
+        for metric, target in columns:
+            for voting in ("yes", "no"):
+                cells.append(_pm(seed_stats(rows, **at, metric=metric, target=target, voting=voting)))
+        lines.append("| " + " | ".join(cells) + " |")
+    chance = {(r["metric"], r["target"]): r["chance"] for r in rows if r["metric"] != "utility"}
+    reid_chance = next((c for (m, _), c in chance.items() if m == "reidentification"), float("nan"))
+    said = [f"re-identification {reid_chance:.2f}"]
+    said += [f"{t} {c:.2f}" for (m, t), c in chance.items() if m == "task"]
+    lines += ["", "Chance: " + ", ".join(said) + "."]
+    labels = _targets(rows, "utility")
+    if labels:
+        lines += ["", "Utility per task label:", "", "| mechanism | n | ε | " + " | ".join(labels) + " |",
+                  "|" + "---|" * (3 + len(labels))]
+        for m, n, e in settings:
+            if m != "none":
+                at = {"mechanism": m, "chunk_length": n, "epsilon": e, "metric": "utility"}
+                cells = [_pm(seed_stats(rows, **at, target=label), -1) for label in labels]
+                lines.append(f"| {m} | {n} | {e:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def plot_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """One plot per measure against ε, one line per mechanism and chunk length, error bars of one
+    sd over the noise seeds; no noise dotted and chance dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    paths = []
     settings = sorted({(r["mechanism"], r["chunk_length"]) for r in rows if r["mechanism"] != "none"})
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for m, n in settings:
-        pts = sorted(
-            (r["epsilon"], r["value"])
-            for r in rows
-            if (r["mechanism"], r["chunk_length"], r["metric"]) == (m, n, "utility")
-        )
-        if pts:
-            ax.plot(*zip(*pts, strict=True), marker="o", label=f"{m}-{n}")
-    ax.set(
-        xscale="log", yscale="log", xlabel="ε per feature per chunk", ylabel="utility 1/|NMSE|", title="Utility vs ε"
-    )
-    plots = [(fig, ax, "utility")]
-    for metric, title in (("reidentification", "Re-identification attack"), ("task", "Task classification")):
+    measures: list[tuple[str, str | None, str, str, str]] = [
+        ("utility", None, "utility", "utility 1/|NMSE| (mean over task labels)", "Utility")
+    ]
+    for split in _targets(rows, "reidentification"):
+        stem = "reidentification" if split == "chunked" else f"reidentification_{split}"
+        measures.append(("reidentification", split, stem, "accuracy", f"Re-identification ({split} split)"))
+    for column in _targets(rows, "task"):
+        stem = "task" if column == "task" else f"task_{column}"
+        measures.append(("task", column, stem, "accuracy", f"Classification of {column}"))
+    paths = []
+    for metric, target, stem, ylabel, title in measures:
+        match = {"metric": metric} if target is None else {"metric": metric, "target": target}
         fig, ax = plt.subplots(figsize=(6, 4))
         for m, n in settings:
             eps = sorted({r["epsilon"] for r in rows if (r["mechanism"], r["chunk_length"]) == (m, n)})
-            acc = [_mean(rows, mechanism=m, chunk_length=n, epsilon=e, metric=metric, voting="yes") for e in eps]
-            ax.plot(eps, acc, marker="o", label=f"{m}-{n}")
-        clean = _mean(rows, mechanism="none", metric=metric, voting="yes")
-        if np.isfinite(clean):
-            ax.axhline(clean, color="k", ls=":", label="no noise")
-        chance = next((r["chance"] for r in rows if r["metric"] == metric), None)
-        if chance is not None:
-            ax.axhline(chance, color="r", ls="--", label="chance")
-        ax.set(
-            xscale="log",
-            ylim=(0, 1.02),
-            xlabel="ε per feature per chunk",
-            ylabel="accuracy (majority vote, mean of 4 classifiers)",
-            title=f"{title} vs ε",
-        )
-        plots.append((fig, ax, metric))
-    for fig, ax, metric in plots:
+            voted = {} if metric == "utility" else {"voting": "yes"}
+            stats = [seed_stats(rows, mechanism=m, chunk_length=n, epsilon=e, **match, **voted) for e in eps]
+            ax.errorbar(eps, [s[0] for s in stats], yerr=[s[1] for s in stats], marker="o", capsize=3,
+                        label=f"{m}-{n}")
+        if metric != "utility":
+            clean = seed_stats(rows, mechanism="none", voting="yes", **match)[0]
+            if np.isfinite(clean):
+                ax.axhline(clean, color="k", ls=":", label="no noise")
+            chance = next((r["chance"] for r in rows if all(r[k] == v for k, v in match.items())), None)
+            if chance is not None:
+                ax.axhline(chance, color="r", ls="--", label="chance")
+            ax.set(ylim=(0, 1.02), ylabel=f"{ylabel} (majority vote, mean of 4 classifiers)")
+        else:
+            ax.set(yscale="log", ylabel=ylabel)
+        ax.set(xscale="log", xlabel="ε (as configured)", title=f"{title} vs ε, mean ± sd over seeds")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        paths.append(out_dir / f"{metric}_vs_epsilon.png")
+        paths.append(out_dir / f"{stem}_vs_epsilon.png")
         fig.savefig(paths[-1], dpi=110)
         plt.close(fig)
     return paths

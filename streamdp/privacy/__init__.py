@@ -1,6 +1,6 @@
 """Privacy core: public bounds, mechanisms, attack-resistant noise, accounting and auditing."""
 
-from .bounds import BoundsProfile, default_profile
+from .bounds import BoundsProfile, default_profile, weights_profile
 from .mechanisms import (
     CFPA,
     DCFPA,
@@ -11,6 +11,7 @@ from .mechanisms import (
     MECHANISMS,
     OFFLINE_MECHANISMS,
     BaseMechanism,
+    DCFPABozkir,
     FourierPerturbation,
     HeatmapGaussian,
     HeatmapLaplace,
@@ -22,9 +23,12 @@ from .mechanisms import (
     WholeSignalFPA,
     cfpa,
     dcfpa,
+    dcfpa_bozkir,
     make_mechanism,
+    split_epsilon,
 )
 from .noise import secure_generator
+from .randomness import RandomSource
 
 __all__ = [
     "CFPA",
@@ -37,18 +41,23 @@ __all__ = [
     "OFFLINE_MECHANISMS",
     "BaseMechanism",
     "BoundsProfile",
+    "DCFPABozkir",
     "FourierPerturbation",
     "HeatmapGaussian",
     "HeatmapLaplace",
     "LaplacePerturbation",
     "Mechanism",
     "MechanismOutput",
+    "RandomSource",
     "Steil",
     "SteilSubsampling",
     "WholeSignalFPA",
     "cfpa",
     "dcfpa",
+    "dcfpa_bozkir",
     "default_profile",
     "make_mechanism",
     "secure_generator",
+    "split_epsilon",
+    "weights_profile",
 ]

@@ -107,13 +107,19 @@ def _check_number(where: str, name: str, value: object) -> float:
 
 @dataclass(frozen=True, eq=False)
 class BoundsProfile:
-    """Public bounds of every feature, in schema order. Immutable once built.
+    """Public bounds of every feature, in schema order, and the weights that split a chunk's ε
+    over the features. Immutable once built.
+
+    ``weights`` (default: all 1, an equal split) are public: a mechanism given a total ε per chunk
+    spends ``ε·wᵢ/Σw`` on feature ``i``. A weight of 0 drops the feature: it is released as the
+    public constant ``(lo + hi)/2`` (the schema keeps its 52 columns) and costs nothing.
+    ``weights_name`` names the allocation in ledgers.
 
     Raises
     ------
     InputError
-        A bound is not a finite number, ``lo ≥ hi``, ``r ≤ 0``, or the feature list is not the
-        schema's.
+        A bound is not a finite number, ``lo ≥ hi``, ``r ≤ 0``, a weight is negative or not
+        finite, every weight is 0, or the feature list is not the schema's.
     """
 
     lo: NDArray[np.float64]
@@ -121,12 +127,16 @@ class BoundsProfile:
     r: NDArray[np.float64]
     names: tuple[str, ...] = FEATURE_NAMES
     source: str = "default"
+    weights: NDArray[np.float64] | None = None
+    weights_name: str = "equal"
 
     def __post_init__(self) -> None:
         src = self.source
         n = len(self.names)
-        for field in ("lo", "hi", "r"):
-            arr = getattr(self, field)
+        if self.weights is None:
+            object.__setattr__(self, "weights", np.ones(n))
+        for field in ("lo", "hi", "r", "weights"):
+            arr = np.asarray(getattr(self, field), dtype=np.float64)
             if arr.shape != (n,):
                 raise InputError(f"{src}: {field} has shape {arr.shape}, expected ({n},)")
             if not np.all(np.isfinite(arr)):
@@ -143,6 +153,59 @@ class BoundsProfile:
         if flat.size:
             i = int(flat[0])
             raise InputError(f"{src}: {self.names[i]}: r ({self.r[i]}) must be > 0")
+        w = self.feature_weights
+        if np.any(w < 0):
+            i = int(np.flatnonzero(w < 0)[0])
+            raise InputError(f"{src}: {self.names[i]}: weight ({w[i]}) must be ≥ 0")
+        if not np.any(w > 0):
+            raise InputError(f"{src}: every weight is 0: no feature would be released")
+
+    @property
+    def feature_weights(self) -> NDArray[np.float64]:
+        """The weights as an array (never None once built)."""
+        assert self.weights is not None
+        return self.weights
+
+    @property
+    def released(self) -> NDArray[np.bool_]:
+        """The features that get a share of ε (weight > 0); the others are public constants."""
+        return np.asarray(self.feature_weights > 0)
+
+    @property
+    def midpoint(self) -> NDArray[np.float64]:
+        """``(lo + hi)/2``: the public constant released for a feature of weight 0."""
+        return np.asarray((self.lo + self.hi) / 2.0)
+
+    @property
+    def equal_weights(self) -> bool:
+        w = self.feature_weights
+        return bool(np.all(w == w[0]))
+
+    def with_weights(self, weights: object, name: str) -> BoundsProfile:
+        """The same bounds with other weights (a sequence in schema order, or a mapping from
+        feature name to weight, unnamed features 0).
+
+        Raises
+        ------
+        InputError
+            An unknown feature, a wrong length, a negative or non-finite weight, all zero.
+
+        Examples
+        --------
+        >>> p = default_profile().with_weights({"fixation_rate": 2.0, "saccade_rate": 1.0}, "two")
+        >>> int(p.released.sum()), p.weights_name
+        (2, 'two')
+        """
+        if isinstance(weights, dict):
+            unknown = sorted(set(weights) - set(self.names))
+            if unknown:
+                raise InputError(f"{name}: unknown feature(s) {', '.join(unknown)}")
+            arr = np.array([_check_number(name, f, weights.get(f, 0.0)) for f in self.names])
+        else:
+            arr = np.asarray(weights, dtype=np.float64)
+            if arr.shape != (len(self.names),):
+                raise InputError(f"{name}: weights of shape {arr.shape} for {len(self.names)} features")
+        return BoundsProfile(self.lo.copy(), self.hi.copy(), self.r.copy(), self.names, self.source, arr, name)
 
     @property
     def width(self) -> NDArray[np.float64]:
@@ -155,10 +218,15 @@ class BoundsProfile:
 
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of the bounds: names the profile in every ledger entry."""
-        payload = json.dumps(
-            {"names": list(self.names), "lo": self.lo.tolist(), "hi": self.hi.tolist(), "r": self.r.tolist()},
-            sort_keys=True,
-        )
+        content: dict[str, object] = {
+            "names": list(self.names),
+            "lo": self.lo.tolist(),
+            "hi": self.hi.tolist(),
+            "r": self.r.tolist(),
+        }
+        if not self.equal_weights:  # an equal split is the default: those digests do not change
+            content["weights"] = (self.feature_weights / self.feature_weights.sum()).tolist()
+        payload = json.dumps(content, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def select(self, features: list[int]) -> BoundsProfile:
@@ -170,17 +238,25 @@ class BoundsProfile:
             self.r[idx].copy(),
             tuple(self.names[i] for i in idx),
             f"{self.source}[{','.join(map(str, idx))}]",
+            self.feature_weights[idx].copy(),
+            self.weights_name,
         )
 
     def to_dict(self) -> dict[str, dict[str, float]]:
-        return {
+        """``{feature: {"lo", "hi", "r"}}``, with ``"weight"`` when the weights are not all equal."""
+        out = {
             n: {"lo": float(a), "hi": float(b), "r": float(c)}
             for n, a, b, c in zip(self.names, self.lo, self.hi, self.r, strict=True)
         }
+        if not self.equal_weights:
+            for n, w in zip(self.names, self.feature_weights, strict=True):
+                out[n]["weight"] = float(w)
+        return out
 
     @classmethod
     def from_mapping(cls, data: object, source: str) -> BoundsProfile:
-        """From ``{feature: {"lo": .., "hi": .., "r": ..}}`` (a ``[features]`` table is also accepted)."""
+        """From ``{feature: {"lo": .., "hi": .., "r": .., "weight": ..}}`` (``weight`` optional,
+        default 1; a ``[features]`` table is also accepted)."""
         if isinstance(data, dict) and "features" in data and isinstance(data["features"], dict):
             data = data["features"]
         if not isinstance(data, dict):
@@ -191,7 +267,7 @@ class BoundsProfile:
         unknown = sorted(set(data) - set(FEATURE_NAMES))
         if unknown:
             raise InputError(f"{source}: unknown feature(s) {', '.join(unknown)}")
-        lo, hi, r = np.empty(N_FEATURES), np.empty(N_FEATURES), np.empty(N_FEATURES)
+        lo, hi, r, w = np.empty(N_FEATURES), np.empty(N_FEATURES), np.empty(N_FEATURES), np.ones(N_FEATURES)
         for i, name in enumerate(FEATURE_NAMES):
             entry = data[name]
             if not isinstance(entry, dict):
@@ -200,7 +276,10 @@ class BoundsProfile:
                 if key not in entry:
                     raise InputError(f"{source}: {name} has no {key}")
                 arr[i] = _check_number(f"{source}: {name}", key, entry[key])
-        return cls(lo, hi, r, FEATURE_NAMES, source)
+            if "weight" in entry:
+                w[i] = _check_number(f"{source}: {name}", "weight", entry["weight"])
+        named = "equal" if np.all(w == w[0]) else Path(source).stem
+        return cls(lo, hi, r, FEATURE_NAMES, source, w, named)
 
     @classmethod
     def load(cls, path: str | Path) -> BoundsProfile:
@@ -222,14 +301,49 @@ class BoundsProfile:
         return cls.from_mapping(data, str(p))
 
 
-def default_profile() -> BoundsProfile:
-    """The shipped profile (see :data:`DEFAULT_BOUNDS` for each line's reasoning)."""
+#: the named allocations of ε over features shipped in ``streamdp/data/weights_<name>.json``
+WEIGHTS_PROFILES = ("equal", "task")
+
+
+def weights_profile(name: str) -> dict[str, float]:
+    """The shipped weights ``name`` of :data:`WEIGHTS_PROFILES`, feature → weight (see each file's
+    ``"why"``: chosen on public synthetic data only).
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a shipped allocation.
+
+    Examples
+    --------
+    >>> w = weights_profile("task")
+    >>> sorted(w)[:1], all(v >= 0 for v in w.values())
+    (['blink_duration_mean'], True)
+    """
+    if name not in WEIGHTS_PROFILES:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS_PROFILES)}, got {name!r}")
+    if name == "equal":
+        return dict.fromkeys(FEATURE_NAMES, 1.0)
+    data = json.loads((Path(__file__).parent.parent / "data" / f"weights_{name}.json").read_text())
+    return {str(k): float(v) for k, v in data["weights"].items()}
+
+
+def default_profile(weights: str = "equal") -> BoundsProfile:
+    """The shipped profile (see :data:`DEFAULT_BOUNDS` for each line's reasoning), with the shipped
+    allocation ``weights`` (:func:`weights_profile`; default an equal split).
+
+    Raises
+    ------
+    ValueError
+        ``weights`` is not a shipped allocation.
+    """
     names = tuple(b[0] for b in DEFAULT_BOUNDS)
     assert names == FEATURE_NAMES
-    return BoundsProfile(
+    profile = BoundsProfile(
         np.array([b[1] for b in DEFAULT_BOUNDS]),
         np.array([b[2] for b in DEFAULT_BOUNDS]),
         np.array([b[3] for b in DEFAULT_BOUNDS]),
         FEATURE_NAMES,
         "default",
     )
+    return profile if weights == "equal" else profile.with_weights(weights_profile(weights), weights)

@@ -55,12 +55,18 @@ _PRIVATIZER_MODULE = "streamdp.stages.privatizer"
 _mint_claimed = False
 _pack = msgpack.Packer(use_bin_type=True).pack
 
+#: ledger entries that stay on the device: raw functions of the gaze (how many inputs were
+#: clipped differs between neighbouring chunks with probability 1). :attr:`PrivateRelease.ledger`
+#: holds them for logs and the local status; :meth:`PrivateRelease.to_message` never does.
+LOCAL_LEDGER_KEYS = frozenset({"clipped_fraction"})
+
 
 class PrivateRelease:
     """A sanitized chunk: step times ``t`` (n,), ``values`` (n, F), feature ``names``, ``ledger``.
 
     Made only by the privatizer; read-only. ``clipped_fraction`` is the fraction of inputs clipped
-    to the public bounds (local information: it is not part of the published ledger's guarantee).
+    to the public bounds: a raw function of the gaze, kept on the device (logs, the local status)
+    and never part of :meth:`to_message`.
 
     Raises
     ------
@@ -125,7 +131,8 @@ class PrivateRelease:
 
     @property
     def clipped_fraction(self) -> float:
-        """Fraction of this chunk's inputs clipped to the public bounds."""
+        """Fraction of this chunk's inputs clipped to the public bounds. Local only: it is not
+        noised, so it is never published (not in :meth:`to_message`)."""
         return self._clipped_fraction
 
     @property
@@ -135,15 +142,16 @@ class PrivateRelease:
 
     def to_message(self) -> dict[str, Any]:
         """The msgpack-ready payload published on :attr:`topic`: plain Python types only
-        (msgpack cannot pack numpy scalars)."""
+        (msgpack cannot pack numpy scalars). Only public or noised fields: the schema, the step
+        times, the noised values and the ledger without its local entries
+        (:data:`LOCAL_LEDGER_KEYS`); :attr:`clipped_fraction` stays on the device."""
         return {
             "topic": self.topic,
             "schema_version": SCHEMA_VERSION,
             "names": list(self._names),
             "t": self._t.tolist(),
             "values": self._values.tolist(),
-            "clipped_fraction": float(self._clipped_fraction),
-            "ledger": _plain(self._ledger),
+            "ledger": {k: _plain(v) for k, v in self._ledger.items() if k not in LOCAL_LEDGER_KEYS},
         }
 
     def to_pandas(self) -> pd.DataFrame:

@@ -209,6 +209,9 @@ class GazeDecoder:
         self._eye = array("b")
         self._blink_start, self._blink_end = array("d"), array("d")
         self._had_blinks = False
+        #: the newest and oldest gaze time decoded since the last :meth:`take`
+        self.pending_newest = -math.inf
+        self.pending_oldest = math.inf
 
     def reset(self) -> None:
         """Forget what was decoded, a blink half-paired and the detector (the source restarted)."""
@@ -295,6 +298,10 @@ class GazeDecoder:
             return False
         self._rows.extend((t, x, y, conf, mm / n_mm if n_mm else math.nan, px / n_px if n_px else math.nan))
         self._eye.append(known[0])
+        if t > self.pending_newest:
+            self.pending_newest = t
+        if t < self.pending_oldest:
+            self.pending_oldest = t
         return True
 
     def add_gaze(self, datum: object, where: str) -> None:
@@ -330,6 +337,8 @@ class GazeDecoder:
             self.detector_unit = _detector_unit(datum.get("topic"))
         mm, px = _diameters(datum)
         self._rows.extend((t, x, y, conf, mm, px))
+        self.pending_newest = max(self.pending_newest, t)
+        self.pending_oldest = min(self.pending_oldest, t)
         self._eye.append(_eye(datum.get("topic", "")))
 
     def add_blink(self, datum: object, where: str) -> None:
@@ -353,6 +362,16 @@ class GazeDecoder:
             self._had_blinks = True
             self._blink_start.append(blink[0])
             self._blink_end.append(blink[1])
+
+    @property
+    def pending(self) -> int:
+        """Gaze samples decoded since the last :meth:`take`."""
+        return len(self._eye)
+
+    @property
+    def pending_blinks(self) -> bool:
+        """Whether a blink datum arrived since the last :meth:`take`."""
+        return self._had_blinks
 
     def take(self) -> tuple[GazeColumns, BlinkEvents | None]:
         """The gaze decoded since the last call (arrival order) and the blinks finished since then

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..gaze import Recording
 from .angles import read_angles_csv
+from .generic import read_gaze_csv
 from .neon import read_neon_cloud_export, read_neon_native
 from .player import (
     read_blinks_csv,
@@ -24,13 +25,15 @@ from .player import (
     read_player_export,
     read_pupil_positions_csv,
 )
-from .pupil import iter_pldata, read_pldata_gaze, read_pupil_recording
+from .pupil import iter_pldata, iter_pldata_gaze_columns, read_pldata_gaze, read_pupil_recording
 
 __all__ = [
     "iter_pldata",
+    "iter_pldata_gaze_columns",
     "read_angles_csv",
     "read_blinks_csv",
     "read_fixations_csv",
+    "read_gaze_csv",
     "read_gaze_positions_csv",
     "read_neon_cloud_export",
     "read_neon_native",

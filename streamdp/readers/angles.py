@@ -12,7 +12,7 @@ from ..errors import InputError
 from ..gaze import GazeBatch, Recording
 from ..kernels.geometry import CAMERA_FOV_DEG, degrees_to_norm
 from ._checks import check_sampling_rate, check_time_order, require_valid_gaze
-from ._csv import check_numbers, column, read_csv
+from ._csv import check_numbers, read_csv
 
 
 def read_angles_csv(path: Path, fov_deg: tuple[float, float] = CAMERA_FOV_DEG["pupil_core_720p"]) -> Recording:
@@ -25,15 +25,15 @@ def read_angles_csv(path: Path, fov_deg: tuple[float, float] = CAMERA_FOV_DEG["p
         implausible sampling rate (timestamps in ms, say), or no row with both angles.
     """
     path = Path(path)
-    header, rows = read_csv(path, ("Timestamp", "Theta", "Phi"))
-    if not rows:
+    table = read_csv(path, ("Timestamp", "Theta", "Phi"), wanted=())
+    if not len(table):
         raise InputError(f"{path}: no rows")
-    t = column(path, header, rows, "Timestamp")
+    t = table.column("Timestamp")
     check_numbers(path, "Timestamp", t)
     check_sampling_rate(f"{path}, column Timestamp", t)
     check_time_order(f"{path}, column Timestamp", t)
-    th = np.degrees(column(path, header, rows, "Theta"))
-    ph = np.degrees(column(path, header, rows, "Phi"))
+    th = np.degrees(table.column("Theta"))
+    ph = np.degrees(table.column("Phi"))
     valid = np.isfinite(th) & np.isfinite(ph)
     out = valid & ((np.abs(th) >= 89.0) | (np.abs(ph) >= 89.0))
     if np.any(out):

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from ..errors import InputError
 from ..gaze import BINOCULAR, BlinkEvents, DiameterUnit, GazeBatch, Recording
 from ._checks import check_overlap, check_sampling_rate, check_time_order, require_valid_gaze
-from ._csv import check_numbers, column, ns_column, read_csv
+from ._csv import check_numbers, read_csv
 
 log = logging.getLogger(__name__)
 
@@ -244,17 +244,17 @@ def read_neon_native(folder: Path, scene_size: tuple[float, float] = NEON_SCENE_
 
 
 def _cloud_diameters(eye_csv: Path, t_ns: _F64) -> tuple[_F64, DiameterUnit]:
-    eh, er = read_csv(eye_csv, ("timestamp [ns]", "pupil diameter left [mm]", "pupil diameter right [mm]"))
+    table = read_csv(eye_csv, ("timestamp [ns]", "pupil diameter left [mm]", "pupil diameter right [mm]"), wanted=())
     unknown = np.full(t_ns.shape[0], np.nan)
-    if not er:
+    if not len(table):
         log.warning("%s: no rows: pupil diameters unknown (NaN, unit 'none')", eye_csv)
         return unknown, "none"
-    et = ns_column(eye_csv, eh, er, "timestamp [ns]")
+    et = table.ns_column("timestamp [ns]")
     where = f"{eye_csv}, column timestamp [ns]"
     check_sampling_rate(where, et, unit="ns")
     check_time_order(where, et * _NS)
-    left = column(eye_csv, eh, er, "pupil diameter left [mm]")
-    right = column(eye_csv, eh, er, "pupil diameter right [mm]")
+    left = table.column("pupil diameter left [mm]")
+    right = table.column("pupil diameter right [mm]")
     both = _mean_of_eyes(left, right)
     ok = np.isfinite(both)
     if ok.sum() < 2:
@@ -277,19 +277,19 @@ def read_neon_cloud_export(folder: Path, scene_size: tuple[float, float] = NEON_
     """
     folder = Path(folder)
     gaze_csv = folder / "gaze.csv"
-    header, rows = read_csv(gaze_csv, ("timestamp [ns]", "gaze x [px]", "gaze y [px]"))
-    if not rows:
+    table = read_csv(gaze_csv, ("timestamp [ns]", "gaze x [px]", "gaze y [px]"), wanted=("worn",))
+    if not len(table):
         raise InputError(f"{gaze_csv}: no gaze rows")
-    t_ns = ns_column(gaze_csv, header, rows, "timestamp [ns]")
+    t_ns = table.ns_column("timestamp [ns]")
     where = f"{gaze_csv}, column timestamp [ns]"
     check_sampling_rate(where, t_ns, unit="ns")
     t = t_ns * _NS
     check_time_order(where, t)
-    px = column(gaze_csv, header, rows, "gaze x [px]")
-    py = column(gaze_csv, header, rows, "gaze y [px]")
+    px = table.column("gaze x [px]")
+    py = table.column("gaze y [px]")
     valid = np.isfinite(px) & np.isfinite(py)
-    if "worn" in header:
-        valid &= column(gaze_csv, header, rows, "worn") > 0
+    if "worn" in table.header:
+        valid &= table.column("worn") > 0
     x, y = normalize_scene_pixels(px, py, scene_size)
     eye_csv = folder / "3d_eye_states.csv"
     if eye_csv.exists():
@@ -311,9 +311,9 @@ def read_neon_cloud_export(folder: Path, scene_size: tuple[float, float] = NEON_
     blinks = None
     blinks_csv = folder / "blinks.csv"
     if blinks_csv.exists():
-        bh, br = read_csv(blinks_csv, ("start timestamp [ns]", "end timestamp [ns]"))
-        s = column(blinks_csv, bh, br, "start timestamp [ns]")
-        e = column(blinks_csv, bh, br, "end timestamp [ns]")
+        table = read_csv(blinks_csv, ("start timestamp [ns]", "end timestamp [ns]"), wanted=())
+        s = table.column("start timestamp [ns]")
+        e = table.column("end timestamp [ns]")
         check_numbers(blinks_csv, "start timestamp [ns]", s)
         check_numbers(blinks_csv, "end timestamp [ns]", e)
         blinks = BlinkEvents.from_arrays(s * _NS, e * _NS)

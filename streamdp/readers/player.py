@@ -16,23 +16,23 @@ from numpy.typing import NDArray
 from ..errors import InputError
 from ..gaze import BINOCULAR, BlinkEvents, DiameterUnit, GazeBatch, Recording
 from ._checks import check_overlap, check_sampling_rate, check_time_order, require_valid_gaze
-from ._csv import check_numbers, column, read_csv
+from ._csv import check_numbers, read_csv
 
 
 def _pupil_diameter_at(pupil_csv: Path, t: NDArray[np.float64]) -> tuple[NDArray[np.float64], DiameterUnit]:
     """Pupil diameter at gaze times from a ``pupil_positions.csv`` beside the gaze export: each eye's
     3d-model diameter (mm; px where absent) interpolated to the gaze times, averaged over eyes."""
-    header, rows = read_csv(pupil_csv, ("pupil_timestamp", "eye_id", "confidence", "diameter"))
-    pt = column(pupil_csv, header, rows, "pupil_timestamp")
+    table = read_csv(pupil_csv, ("pupil_timestamp", "eye_id", "confidence", "diameter"), wanted=("diameter_3d",))
+    pt = table.column("pupil_timestamp")
     check_numbers(pupil_csv, "pupil_timestamp", pt)
     check_time_order(f"{pupil_csv}, column pupil_timestamp", pt)
-    eye = column(pupil_csv, header, rows, "eye_id")
+    eye = table.column("eye_id")
     for e in (0, 1):
         check_sampling_rate(f"{pupil_csv} (eye {e}), column pupil_timestamp", pt[eye == e])
     check_overlap(str(pupil_csv), "pupil samples", pt, pt, t)
-    conf = column(pupil_csv, header, rows, "confidence")
-    d3 = column(pupil_csv, header, rows, "diameter_3d", optional=True)
-    d2 = column(pupil_csv, header, rows, "diameter")
+    conf = table.column("confidence")
+    d3 = table.column("diameter_3d", optional=True)
+    d2 = table.column("diameter")
     use_mm = bool(np.any(np.isfinite(d3)))
     d = d3 if use_mm else d2
     per_eye = []
@@ -61,12 +61,12 @@ def read_gaze_positions_csv(path: Path) -> GazeBatch:
         ``pupil_positions.csv`` beside it with any of these faults or on another clock.
     """
     path = Path(path)
-    header, rows = read_csv(path, ("gaze_timestamp", "confidence", "norm_pos_x", "norm_pos_y"))
-    if not rows:
+    table = read_csv(path, ("gaze_timestamp", "confidence", "norm_pos_x", "norm_pos_y"), wanted=())
+    if not len(table):
         raise InputError(f"{path}: no gaze rows")
-    t = column(path, header, rows, "gaze_timestamp")
+    t = table.column("gaze_timestamp")
     check_numbers(path, "gaze_timestamp", t)
-    conf = column(path, header, rows, "confidence")
+    conf = table.column("confidence")
     check_numbers(path, "confidence", conf)
     bad_conf = (conf < 0) | (conf > 1)
     if np.any(bad_conf):
@@ -74,8 +74,8 @@ def read_gaze_positions_csv(path: Path) -> GazeBatch:
         raise InputError(f"{path}: row {row}, column confidence: {conf[row - 2]!r} is outside [0, 1]")
     check_sampling_rate(f"{path}, column gaze_timestamp", t)
     check_time_order(f"{path}, column gaze_timestamp", t)
-    x = column(path, header, rows, "norm_pos_x")
-    y = column(path, header, rows, "norm_pos_y")
+    x = table.column("norm_pos_x")
+    y = table.column("norm_pos_y")
     valid = np.isfinite(x) & np.isfinite(y)
     unit: DiameterUnit
     pupil_csv = path.with_name("pupil_positions.csv")
@@ -109,20 +109,23 @@ def read_pupil_positions_csv(path: Path, eye_id: int | None = None) -> GazeBatch
         sampling rate, or no row with a position and a confidence above 0.
     """
     path = Path(path)
-    header, rows = read_csv(path, ("pupil_timestamp", "eye_id", "confidence", "norm_pos_x", "norm_pos_y", "diameter"))
-    if not rows:
+    table = read_csv(
+        path,
+        ("pupil_timestamp", "eye_id", "confidence", "norm_pos_x", "norm_pos_y", "diameter"),
+        wanted=("diameter_3d",),
+        text=("method",),
+    )
+    if not len(table):
         raise InputError(f"{path}: no pupil rows")
-    t = column(path, header, rows, "pupil_timestamp")
+    t = table.column("pupil_timestamp")
     check_numbers(path, "pupil_timestamp", t)
     check_time_order(f"{path}, column pupil_timestamp", t)
-    eye = column(path, header, rows, "eye_id")
-    if "method" in header:
-        j = header.index("method")
-        method = np.array([r[j] if j < len(r) else "" for r in rows])
-        is3d = np.char.find(method.astype(str), "3d") >= 0
+    eye = table.column("eye_id")
+    if "method" in table.header:
+        is3d = np.char.find(table.text("method"), "3d") >= 0
         keep = is3d if np.any(is3d) else ~is3d
     else:
-        keep = np.ones(len(rows), dtype=bool)
+        keep = np.ones(len(table), dtype=bool)
     if eye_id is None:
         eyes, counts = np.unique(eye[keep], return_counts=True)
         eye_id = int(eyes[np.argmax(counts)])
@@ -132,14 +135,14 @@ def read_pupil_positions_csv(path: Path, eye_id: int | None = None) -> GazeBatch
     source = f"{path} (eye {eye_id})"
     tt = t[keep]
     check_sampling_rate(f"{source}, column pupil_timestamp", tt)
-    conf = column(path, header, rows, "confidence")[keep]
-    d3 = column(path, header, rows, "diameter_3d", optional=True)[keep]
-    d2 = column(path, header, rows, "diameter")[keep]
+    conf = table.column("confidence")[keep]
+    d3 = table.column("diameter_3d", optional=True)[keep]
+    d2 = table.column("diameter")[keep]
     use_mm = bool(np.any(np.isfinite(d3)))
     gaze = GazeBatch.from_arrays(
         t=tt,
-        x=column(path, header, rows, "norm_pos_x")[keep],
-        y=column(path, header, rows, "norm_pos_y")[keep],
+        x=table.column("norm_pos_x")[keep],
+        y=table.column("norm_pos_y")[keep],
         confidence=np.clip(conf, 0.0, 1.0),
         diameter=d3 if use_mm else d2,
         eye_id=np.full(tt.shape[0], eye_id),
@@ -153,9 +156,9 @@ def read_pupil_positions_csv(path: Path, eye_id: int | None = None) -> GazeBatch
 def read_blinks_csv(path: Path) -> BlinkEvents:
     """Player's ``blinks.csv``: ``start_timestamp``, ``end_timestamp`` in Pupil time."""
     path = Path(path)
-    header, rows = read_csv(path, ("start_timestamp", "end_timestamp"))
-    s = column(path, header, rows, "start_timestamp")
-    e = column(path, header, rows, "end_timestamp")
+    table = read_csv(path, ("start_timestamp", "end_timestamp"), wanted=())
+    s = table.column("start_timestamp")
+    e = table.column("end_timestamp")
     check_numbers(path, "start_timestamp", s)
     check_numbers(path, "end_timestamp", e)
     try:
@@ -167,9 +170,9 @@ def read_blinks_csv(path: Path) -> BlinkEvents:
 def read_fixations_csv(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Player's ``fixations.csv`` as (start, end) in Pupil time; its duration column is in ms."""
     path = Path(path)
-    header, rows = read_csv(path, ("start_timestamp", "duration"))
-    s = column(path, header, rows, "start_timestamp")
-    d = column(path, header, rows, "duration")
+    table = read_csv(path, ("start_timestamp", "duration"), wanted=())
+    s = table.column("start_timestamp")
+    d = table.column("duration")
     check_numbers(path, "start_timestamp", s)
     check_numbers(path, "duration", d)
     return s, s + d / 1000.0

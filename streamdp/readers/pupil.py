@@ -7,17 +7,18 @@ Pupil time is kept as is. ``Recording.wall_clock_offset`` converts it to Unix ti
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgpack
 import numpy as np
 
 from ..errors import InputError
-from ..gaze import BlinkEvents, GazeBatch, Recording
-from ..pupil_wire import BlinkPairing, gaze_from_datums
+from ..gaze import BlinkEvents, DiameterUnit, GazeBatch, GazeColumns, Recording, choose_diameter_unit
+from ..pupil_wire import BlinkPairing
 from ._checks import (
     PLDATA_REORDER_TOLERANCE,
     check_overlap,
@@ -25,15 +26,48 @@ from ._checks import (
     check_time_order,
     require_valid_gaze,
 )
-
-#: msgpack ExtType code Pupil uses for nested serialized dicts
-_SERIALIZED_DICT = 13
+from ._pldata_blocks import BLOCK_BYTES, GazeBlock, iter_gaze_blocks
+from ._pldata_layout import SERIALIZED_DICT
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
-    if code == _SERIALIZED_DICT:
+    if code == SERIALIZED_DICT:
         return msgpack.unpackb(data, raw=False, use_list=False, strict_map_key=False, ext_hook=_ext_hook)
     return msgpack.ExtType(code, data)
+
+
+def _decode_payload(payload: bytes) -> Any:
+    return msgpack.unpackb(payload, raw=False, use_list=False, strict_map_key=False, ext_hook=_ext_hook)
+
+
+def _records(fh: BinaryIO, path: Path, start: int = 0, index: int = 0) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The checked reading of the records of ``fh`` from byte ``start`` (record ``index``) on."""
+    unpacker = msgpack.Unpacker(fh, raw=False, use_list=False, strict_map_key=False, ext_hook=_ext_hook)
+    while True:
+        at = unpacker.tell()
+        offset = start + at
+        try:
+            item = unpacker.unpack()
+        except msgpack.OutOfData:
+            if fh.read(1) or unpacker.tell() != at:
+                raise InputError(f"{path}: truncated record {index} at byte {offset}") from None
+            return
+        except (msgpack.UnpackException, ValueError) as exc:
+            raise InputError(f"{path}: corrupt record {index} at byte {offset}: {exc}") from None
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+            raise InputError(f"{path}: record {index} at byte {offset} is not a (topic, payload) pair")
+        topic, payload = item
+        if isinstance(payload, bytes):
+            try:
+                datum = _decode_payload(payload)
+            except (msgpack.UnpackException, ValueError) as exc:
+                raise InputError(f"{path}: corrupt payload of record {index} at byte {offset}: {exc}") from None
+        else:
+            datum = payload
+        if not isinstance(datum, dict):
+            raise InputError(f"{path}: record {index} at byte {offset} holds a {type(datum).__name__}, not a datum")
+        yield topic, datum
+        index += 1
 
 
 def iter_pldata(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -46,37 +80,59 @@ def iter_pldata(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         The file is truncated or corrupt; the message gives the byte offset and record number.
     """
     with open(path, "rb") as fh:
-        unpacker = msgpack.Unpacker(fh, raw=False, use_list=False, strict_map_key=False, ext_hook=_ext_hook)
-        index = 0
-        while True:
-            offset = unpacker.tell()
-            try:
-                item = unpacker.unpack()
-            except msgpack.OutOfData:
-                if fh.read(1) or unpacker.tell() != offset:
-                    raise InputError(f"{path}: truncated record {index} at byte {offset}") from None
-                return
-            except (msgpack.UnpackException, ValueError) as exc:
-                raise InputError(f"{path}: corrupt record {index} at byte {offset}: {exc}") from None
-            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
-                raise InputError(f"{path}: record {index} at byte {offset} is not a (topic, payload) pair")
-            topic, payload = item
-            if isinstance(payload, bytes):
-                try:
-                    datum = msgpack.unpackb(
-                        payload, raw=False, use_list=False, strict_map_key=False, ext_hook=_ext_hook
-                    )
-                except (msgpack.UnpackException, ValueError) as exc:
-                    raise InputError(f"{path}: corrupt payload of record {index} at byte {offset}: {exc}") from None
-            else:
-                datum = payload
-            if not isinstance(datum, dict):
-                raise InputError(f"{path}: record {index} at byte {offset} holds a {type(datum).__name__}, not a datum")
-            yield topic, datum
-            index += 1
+        yield from _records(fh, Path(path))
 
 
-def read_pldata_gaze(path: Path) -> GazeBatch:
+def _is_gaze(topic: str, datum: dict[str, Any]) -> bool:
+    return topic.startswith("gaze") or str(datum.get("topic", "")).startswith("gaze")
+
+
+def iter_pldata_gaze_columns(path: Path, *, block_bytes: int = BLOCK_BYTES) -> Iterator[GazeBlock]:
+    """The gaze of a ``.pldata`` file as columns, a block of the file at a time, in file order:
+    memory bounded by ``block_bytes`` whatever the file's length, no Python object per datum
+    for the datums Capture writes (see :mod:`streamdp.readers._pldata_blocks`). Unchecked for
+    time order and sampling rate (:func:`read_pldata_gaze` and :func:`iter_pldata_gaze` check).
+
+    Raises
+    ------
+    InputError
+        A damaged record or a bad gaze datum, as :func:`iter_pldata` and
+        :func:`~streamdp.pupil_wire.gaze_from_datums` word it (file, record and byte offset, or
+        datum index and field).
+
+    Examples
+    --------
+    >>> import msgpack, tempfile, pathlib
+    >>> d = {"topic": "gaze.3d.01.", "timestamp": 1.5, "confidence": 0.9, "norm_pos": [0.4, 0.6]}
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "gaze.pldata"
+    >>> _ = path.write_bytes(msgpack.packb(("gaze", msgpack.packb(d))) * 3)
+    >>> [(len(b.columns), b.unit, b.columns.t.tolist()) for b in iter_pldata_gaze_columns(path)]
+    [(3, 'mm', [1.5, 1.5, 1.5])]
+    """
+    path = Path(path)
+
+    def read_record(record: bytes, offset: int, index: int) -> tuple[str, Any]:
+        return next(_records(io.BytesIO(record), path, offset, index))
+
+    return iter_gaze_blocks(path, read_record, _decode_payload, block_bytes=block_bytes)
+
+
+def _gaze_in_file_order(path: Path, block_bytes: int) -> tuple[GazeColumns, DiameterUnit | None]:
+    blocks: list[GazeColumns] = []
+    unit: DiameterUnit | None = None
+    try:
+        for block in iter_pldata_gaze_columns(path, block_bytes=block_bytes):
+            blocks.append(block.columns)
+            unit = unit or block.unit
+    except InputError:
+        # a damaged record anywhere in the file is reported before a bad datum, as ever
+        for _ in iter_pldata(path):
+            pass
+        raise
+    return GazeColumns.concat(blocks), unit
+
+
+def read_pldata_gaze(path: Path, *, block_bytes: int = BLOCK_BYTES) -> GazeBatch:
     """Gaze from a ``.pldata`` file in time order, checked against its ``_timestamps.npy`` when
     present. Datums up to :data:`~streamdp.readers._checks.PLDATA_REORDER_TOLERANCE` behind an
     earlier one are Capture's interleaving of monocular and binocular gaze, and are sorted.
@@ -89,20 +145,18 @@ def read_pldata_gaze(path: Path) -> GazeBatch:
         or no datum has a confidence above 0. A file without gaze gives an empty batch.
     """
     path = Path(path)
-    datums = [
-        d for topic, d in iter_pldata(path) if topic.startswith("gaze") or str(d.get("topic", "")).startswith("gaze")
-    ]
-    batch = gaze_from_datums(datums, str(path))
+    cols, unit = _gaze_in_file_order(path, block_bytes)
+    in_file_order = cols.t
+    sorted_cols = cols.take(np.argsort(cols.t, kind="stable"))
+    unit = unit or choose_diameter_unit(sorted_cols.diameter_mm, sorted_cols.diameter_px) or "none"
+    batch = sorted_cols.to_batch(unit, str(path))
     ts_path = path.with_name(path.stem + "_timestamps.npy")
     if ts_path.exists():
-        ts = np.load(ts_path)
-        if ts.shape[0] != len(datums):
-            raise InputError(
-                f"{ts_path}: holds {ts.shape[0]} timestamps but {path.name} holds {len(datums)} gaze datums"
-            )
+        ts = np.load(ts_path, mmap_mode="r")
+        if ts.shape[0] != len(cols):
+            raise InputError(f"{ts_path}: holds {ts.shape[0]} timestamps but {path.name} holds {len(cols)} gaze datums")
     if len(batch) == 0:
         return batch
-    in_file_order = np.fromiter((float(d["timestamp"]) for d in datums), dtype=np.float64, count=len(datums))
     check_sampling_rate(f"{path}, field timestamp", in_file_order)
     check_time_order(str(path), in_file_order, first_row=0, noun="datum", tolerance=PLDATA_REORDER_TOLERANCE)
     require_valid_gaze(batch, str(path))

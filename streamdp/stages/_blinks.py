@@ -53,14 +53,21 @@ class _BlinkDetector:
         return np.inf
 
     def update(self, t: _F64, conf: _F64) -> BlinkEvents:
-        half = self.config.blink_filter_length / 2.0
         if t.shape[0]:
             self._prefix = np.concatenate((self._prefix, np.cumsum(np.concatenate(([self._prefix[-1]], conf)))[1:]))
             self._t = np.concatenate((self._t, t))
         if self._t.shape[0] == 0:
             return BlinkEvents(np.empty(0), np.empty(0))
         # a response is final once a sample at least half a filter length later has arrived
-        n_ready = int(np.searchsorted(self._t, self._t[-1] - half, side="right"))
+        return self.advance(float(self._t[-1]))
+
+    def advance(self, clock: float) -> BlinkEvents:
+        """Every sample up to ``clock`` has been seen: responses half a filter length before it
+        are final."""
+        half = self.config.blink_filter_length / 2.0
+        if self._t.shape[0] == 0:
+            return BlinkEvents(np.empty(0), np.empty(0))
+        n_ready = max(self._n_final, int(np.searchsorted(self._t, clock - half, side="right")))
         blinks = self._scan(self._n_final, n_ready, half)
         self._n_final = n_ready
         self._trim(half)

@@ -142,8 +142,19 @@ class _FixationDetector:
             gids.append(g)
         return Fixations.concat(out), (np.concatenate(gids) if gids else np.empty(0, dtype=np.int64))
 
+    def close_idle(self, clock: float) -> tuple[Fixations, NDArray[np.int64]]:
+        """Every sample up to ``clock`` has been seen: an open fixation whose last usable sample
+        is more than ``max_sample_gap`` before it has ended (the next usable sample would break
+        it), so it is emitted now rather than when that sample comes. Its content is the same."""
+        self._t_seen = max(self._t_seen, clock)
+        if self._open is None or clock - self._last_t <= self.config.max_sample_gap:
+            return Fixations(), np.empty(0, dtype=np.int64)
+        return self._close_open()
+
     def flush(self) -> tuple[Fixations, NDArray[np.int64]]:
-        """End of stream: an open fixation ends at its last sample; pending samples are too short."""
+        """End of stream or of a public block: an open fixation ends at its last sample; pending
+        samples are too short. The gap count and the last usable time carry on, so that a
+        saccade may join the block's last fixation to the next block's first."""
         self._pend = _Samples.empty()
         if self._open is None:
             return Fixations(), np.empty(0, dtype=np.int64)

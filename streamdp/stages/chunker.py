@@ -23,10 +23,12 @@ class Chunk:
 class Chunker(Stage[FeatureRows, "list[Chunk]"]):
     """FeatureRows in, finished chunks out (a :class:`~streamdp.stages.base.Stage`).
 
-    A chunk holds consecutive steps only: when the step times jump (a segment restarted after a
-    gap), the partial chunk before the jump is dropped and counted in ``dropped_steps``, as is a
-    partial chunk at the end of the stream. Nothing partial is ever released. ``dropped_steps``
-    counts across streams (:meth:`flush` keeps it; :meth:`reset` clears it).
+    Chunks are the public slots of the step grid: chunk ``c`` holds steps ``k ∈ [c·n, (c+1)·n)``
+    with ``t_k = k · step`` (:mod:`streamdp.stages.schedule`). Steps before the first slot that
+    starts after the stream's first row, steps before a jump in the grid and a partial slot at
+    the end are never released and are counted in ``dropped_steps`` (local), which counts across
+    streams (:meth:`flush` keeps it; :meth:`reset` clears it). The private pipeline emits every
+    step of the grid, so only the first partial slot and the last are dropped there.
 
     Raises
     ------
@@ -37,11 +39,11 @@ class Chunker(Stage[FeatureRows, "list[Chunk]"]):
     --------
     >>> import numpy as np
     >>> chunker = Chunker(4, step=0.5)
-    >>> rows = FeatureRows(np.arange(10) * 0.5, np.zeros((10, 52)))
+    >>> rows = FeatureRows(np.arange(1, 14) * 0.5, np.zeros((13, 52)))
     >>> [c.t.tolist() for c in chunker.update(rows)]
-    [[0.0, 0.5, 1.0, 1.5], [2.0, 2.5, 3.0, 3.5]]
+    [[2.0, 2.5, 3.0, 3.5], [4.0, 4.5, 5.0, 5.5]]
     >>> chunker.flush(), chunker.dropped_steps
-    ([], 2)
+    ([], 5)
     """
 
     def __init__(self, chunk_length: int, step: float) -> None:
@@ -64,25 +66,28 @@ class Chunker(Stage[FeatureRows, "list[Chunk]"]):
         self._t: list[NDArray[np.float64]] = []
         self._v: list[NDArray[np.float64]] = []
         self._held = 0
-        self._last_t: float | None = None
+        self._next_k: int | None = None  # the step the held rows continue with
 
     def update(self, rows: FeatureRows) -> list[Chunk]:
         """Take the next feature rows; return the chunks they completed."""
         if len(rows) == 0:
             return []
-        t, v = rows.t, rows.values
-        prev = np.concatenate(([self._last_t if self._last_t is not None else t[0] - self.step], t[:-1]))
-        jumps = np.flatnonzero(np.abs((t - prev) - self.step) > 1e-6 * self.step)
+        n = self.chunk_length
+        k = np.rint(rows.t / self.step).astype(np.int64)
+        jumps = np.flatnonzero(np.diff(k) != 1) + 1
         out: list[Chunk] = []
-        start = 0
-        for j in [*jumps.tolist(), len(t)]:
-            if j > start:
-                out.extend(self._take(t[start:j], v[start:j]))
-            if j < len(t):
+        for a, b in zip([0, *jumps.tolist()], [*jumps.tolist(), len(k)], strict=True):
+            if self._next_k is not None and int(k[a]) != self._next_k:
                 self.dropped_steps += self._held
-                self._t, self._v, self._held = [], [], 0
-            start = j
-        self._last_t = float(t[-1])
+                self._t, self._v, self._held, self._next_k = [], [], 0, None
+            if self._next_k is None:  # start at the next slot boundary
+                skip = min(b - a, int(-k[a] % n))
+                self.dropped_steps += skip
+                a += skip
+                if a == b:
+                    continue
+            out.extend(self._take(rows.t[a:b], rows.values[a:b]))
+            self._next_k = int(k[b - 1]) + 1
         return out
 
     def _take(self, t: NDArray[np.float64], v: NDArray[np.float64]) -> list[Chunk]:

@@ -9,7 +9,6 @@ fixation and blink detectors inside it are private parts with array-level signat
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Literal
@@ -22,6 +21,7 @@ from ..events import EventBatch, Fixations, Saccades, concat_blinks
 from ..gaze import BlinkEvents, GazeBatch
 from ..kernels.geometry import CAMERA_FOV_DEG, norm_to_degrees
 from ..kernels.wordbook import encode_saccades
+from ..privacy.reach import DEFAULT_MAX_EVENT_DURATION, DEFAULT_MAX_SACCADE_INTERVAL
 from ._blinks import _BlinkDetector
 from ._fixations import _FixationDetector
 from .base import Stage
@@ -68,9 +68,6 @@ class EventConfig:
         stayed above -0.5 for two of the three blinks Player found in the tutorial recording.
     min_blink_duration, max_blink_duration : float
         Blinks outside this range of seconds are discarded (defaults 0.05 s and 2 s).
-    segment_gap : float
-        A gap between two samples longer than this (s) ends a segment; the feature windows restart
-        after it. The pipeline sets it to the window length.
     """
 
     units: Literal["deg", "norm"] = "deg"
@@ -80,7 +77,7 @@ class EventConfig:
     min_fixation_duration: float = 0.08
     max_fixation_duration: float | None = None
     max_sample_gap: float = 0.075
-    max_saccade_interval: float = 0.2
+    max_saccade_interval: float = DEFAULT_MAX_SACCADE_INTERVAL
     large_saccade: float = 3.0
     blink_source: Literal["confidence", "given"] = "confidence"
     blink_filter_length: float = 0.2
@@ -88,7 +85,6 @@ class EventConfig:
     blink_offset: float = 0.25
     min_blink_duration: float = 0.05
     max_blink_duration: float = 2.0
-    segment_gap: float = 30.0
 
     def __post_init__(self) -> None:
         positive = (
@@ -98,7 +94,6 @@ class EventConfig:
             "max_saccade_interval",
             "large_saccade",
             "blink_filter_length",
-            "segment_gap",
             "max_blink_duration",
         )
         for name in positive:
@@ -120,18 +115,45 @@ class EventConfig:
             raise ValueError(f"EventConfig.fov_deg must be in (0, 180) degrees, got {self.fov_deg!r}")
 
 
+
 @dataclass
 class _SegmentState:
-    prev_fix: tuple[float, float, float, int] | None = None  # end t, x, y, gap id
+    #: the last fixation: end t, x, y, gap id, and whether a block boundary cut it
+    prev_fix: tuple[float, float, float, int, bool] | None = None
     given_blinks: list[BlinkEvents] = field(default_factory=list)
+
+
+def block_of(t: float, block: float) -> int:
+    """The public block holding time ``t``: ``j`` with ``j * block <= t < (j + 1) * block``."""
+    j = math.floor(t / block)
+    if t < j * block:
+        j -= 1
+    elif t >= (j + 1) * block:
+        j += 1
+    return j
 
 
 class EventDetector(Stage[GazeBatch, EventBatch]):
     """Gaze batches in, :class:`~streamdp.events.EventBatch` out.
 
     Converts positions to the configured units, drops samples below ``min_confidence`` from
-    fixation detection, pairs consecutive fixations into saccades, detects blinks (or passes the
-    source's through) and splits the stream into segments at gaps longer than ``segment_gap``.
+    fixation detection, pairs consecutive fixations into saccades and detects blinks (or passes
+    the source's through).
+
+    **Public blocks.** Time is cut into blocks ``[j·M, (j+1)·M)`` of the source clock, ``M =
+    max_event_duration``. Fixation and blink detection start afresh in every block: an event
+    never spans a block boundary (a fixation open at the boundary ends at its last sample; a
+    blink whose onset and offset lie on either side is dropped; a source's blink crossing one is
+    dropped too). The only link between blocks is the saccade from a block's last fixation to the
+    next block's first (none when the boundary cut that fixation). So one raw sample changes only
+    the events of its block and that one saccade: a public, bounded reach
+    (:func:`streamdp.privacy.reach.raw_gaze_reach`), instead of one that grows with the
+    fixation or shifts every later I-DT boundary. None: no blocks (research only).
+
+    **Watermark.** ``final_before`` of every batch says that every event ending before it has
+    been emitted. :meth:`advance` tells the detector that no sample up to a time remains to come:
+    a block that ended is closed, an open fixation whose next usable sample is overdue is
+    emitted, blink responses whose future half-window has passed are final.
 
     Raises
     ------
@@ -140,6 +162,8 @@ class EventDetector(Stage[GazeBatch, EventBatch]):
         detector's state is unchanged, so nothing already accepted is lost.
     InputError
         ``blinks`` were given while ``EventConfig.blink_source`` is "confidence".
+    TypeError, ValueError
+        ``max_event_duration`` is not None nor a finite number > 0.
 
     Examples
     --------
@@ -150,10 +174,21 @@ class EventDetector(Stage[GazeBatch, EventBatch]):
     >>> events = EventBatch.concat([detector.update(first), detector.update(rest), detector.flush()])
     >>> len(events.fixations) > 10, len(detector.flush().fixations)
     (True, 0)
+    >>> bool(np.all(events.fixations.duration <= DEFAULT_MAX_EVENT_DURATION))
+    True
     """
 
-    def __init__(self, config: EventConfig | None = None) -> None:
+    def __init__(
+        self, config: EventConfig | None = None, *, max_event_duration: float | None = DEFAULT_MAX_EVENT_DURATION
+    ) -> None:
+        m = max_event_duration
+        if m is not None:
+            if isinstance(m, bool) or not isinstance(m, (int, float)):
+                raise TypeError(f"max_event_duration must be a number or None, got {m!r}")
+            if not (math.isfinite(m) and m > 0):
+                raise ValueError(f"max_event_duration must be finite and > 0, got {m!r}")
         self.config = config or EventConfig()
+        self.block = None if m is None else float(m)
         self._fixations = _FixationDetector(self.config)
         self._blinks = _BlinkDetector(self.config)
         self.reset()
@@ -164,11 +199,13 @@ class EventDetector(Stage[GazeBatch, EventBatch]):
         self._blinks.reset()
         self._seg = _SegmentState()
         self._last_t = -np.inf
+        self._clock = -np.inf
         self._started = False
+        self._block = 0  # the block being detected (when blocks are on)
 
     def update(self, batch: GazeBatch, blinks: BlinkEvents | None = None) -> EventBatch:
         """Take the next gaze batch (and the source's blinks, when they are given); return the
-        events it finished."""
+        events it finished. The first batch's ``restarts`` holds the stream's first sample."""
         if len(batch) and batch.t[0] < self._last_t:
             raise TimestampOrderError(
                 f"{batch.source}: timestamps go backwards between batches: {self._last_t!r} then "
@@ -181,36 +218,51 @@ class EventDetector(Stage[GazeBatch, EventBatch]):
             self._seg.given_blinks.append(blinks)
         parts: list[EventBatch] = []
         restarts: list[float] = []
-        seg_ends: list[float] = []
-        if len(batch):
-            t = batch.t
-            prev = np.concatenate(([self._last_t], t[:-1]))
-            cuts = np.flatnonzero((t - prev) > self.config.segment_gap)
-            if not self._started:
-                cuts = np.union1d(cuts, [0]).astype(np.intp)
-            cut_set = set(cuts.tolist())
-            bounds = sorted({0, *cut_set, len(batch)})
-            for a, b in itertools.pairwise(bounds):
-                if a in cut_set:
-                    if self._started:
-                        parts.append(self._flush_segment())
-                        seg_ends.append(self._last_t)
-                    else:
-                        seg_ends.append(np.nan)
-                    self._started = True
-                    restarts.append(float(t[a]))
-                parts.append(self._update_segment(batch.slice(a, b)))
-                self._last_t = float(t[b - 1])
-        else:
+        if len(batch) and not self._started:
+            self._started = True
+            restarts.append(float(batch.t[0]))
+            if self.block is not None:
+                self._block = block_of(float(batch.t[0]), self.block)
+        while len(batch):
+            if self.block is not None:
+                end = (self._block + 1) * self.block
+                cut = int(np.searchsorted(batch.t, end, side="left"))
+                if cut < len(batch):
+                    if cut:
+                        parts.append(self._update_segment(batch.slice(0, cut)))
+                        self._last_t = float(batch.t[cut - 1])
+                    parts.append(self._close_block(block_of(float(batch.t[cut]), self.block)))
+                    batch = batch.slice(cut, len(batch))
+                    continue
             parts.append(self._update_segment(batch))
-        out = EventBatch.concat(parts)
+            self._last_t = float(batch.t[-1])
+            break
+        if not parts:
+            parts.append(self._update_segment(batch))
+        self._clock = max(self._clock, self._last_t)
+        fx, gid = self._fixations.close_idle(self._clock)
+        parts.append(EventBatch(fx, self._saccades(fx, gid), BlinkEvents(np.empty(0), np.empty(0)), -np.inf))
+        return self._batch(parts, restarts)
+
+    def advance(self, clock: float) -> EventBatch:
+        """No sample up to ``clock`` remains to come: finish what that allows (blocks that ended,
+        overdue fixations, final blink responses) and return it."""
+        parts: list[EventBatch] = []
+        if self._started and clock > self._clock:
+            self._clock = float(clock)
+            if self.block is not None and clock >= (self._block + 1) * self.block:
+                parts.append(self._close_block(block_of(float(clock), self.block)))
+            fx, gid = self._fixations.close_idle(self._clock)
+            blinks = self._blinks.advance(self._clock) if self.config.blink_source == "confidence" else None
+            if blinks is None:
+                blinks = self._given_blinks(self.final_before)
+            parts.append(EventBatch(fx, self._saccades(fx, gid), blinks, -np.inf))
+        return self._batch(parts, [])
+
+    def _batch(self, parts: list[EventBatch], restarts: list[float]) -> EventBatch:
+        out = EventBatch.concat(parts) if parts else EventBatch(Fixations(), Saccades(), concat_blinks([]), -np.inf)
         return EventBatch(
-            out.fixations,
-            out.saccades,
-            out.blinks,
-            self.final_before,
-            np.asarray(restarts, dtype=np.float64),
-            np.asarray(seg_ends, dtype=np.float64),
+            out.fixations, out.saccades, out.blinks, self.final_before, np.asarray(restarts, dtype=np.float64)
         )
 
     @property
@@ -224,10 +276,15 @@ class EventDetector(Stage[GazeBatch, EventBatch]):
     def flush(self) -> EventBatch:
         """End of stream: finish every event the data allow and leave the detector ready for a new
         stream. ``final_before`` of the result lies just past the last sample."""
-        out = self._flush_segment()
+        out = self._flush_segment(cut=False)
         last = self._last_t
         self.reset()
         return EventBatch(out.fixations, out.saccades, out.blinks, float(np.nextafter(last, np.inf)))
+
+    def _close_block(self, next_block: int) -> EventBatch:
+        out = self._flush_segment(cut=True)
+        self._block = next_block
+        return out
 
     def _to_units(self, batch: GazeBatch) -> tuple[_F64, _F64]:
         if self.config.units == "deg":
@@ -248,33 +305,42 @@ class EventDetector(Stage[GazeBatch, EventBatch]):
             blinks = self._given_blinks(self.final_before)
         return EventBatch(fx, saccades, blinks, self.final_before)
 
-    def _flush_segment(self) -> EventBatch:
+    def _flush_segment(self, cut: bool) -> EventBatch:
+        """Close the block (``cut``) or the stream: open events end, the detectors start afresh."""
         fx, gid = self._fixations.flush()
         saccades = self._saccades(fx, gid)
+        if cut and self._seg.prev_fix is not None and len(fx):
+            self._seg.prev_fix = (*self._seg.prev_fix[:4], True)
         if self.config.blink_source == "confidence":
             blinks = self._blinks.flush()
         else:
-            blinks = self._given_blinks(np.nextafter(self._last_t, np.inf))
-        self._fixations.reset()
-        self._seg = _SegmentState(given_blinks=self._seg.given_blinks)
+            block_end = (self._block + 1) * self.block if cut and self.block is not None else None
+            until = block_end if block_end is not None else float(np.nextafter(self._last_t, np.inf))
+            blinks = self._given_blinks(until)
         return EventBatch(fx, saccades, blinks, -np.inf)
 
     def _given_blinks(self, before: float) -> BlinkEvents:
         held = concat_blinks(self._seg.given_blinks)
         done = held.end < before
         self._seg.given_blinks = [BlinkEvents(held.start[~done], held.end[~done])] if np.any(~done) else []
-        return BlinkEvents(held.start[done], held.end[done])
+        start, end = held.start[done], held.end[done]
+        if self.block is not None and start.shape[0]:
+            # a source's blink counts only inside one public block, as the detector's own do
+            inside = np.floor(start / self.block) == np.floor(end / self.block)
+            start, end = start[inside], end[inside]
+        return BlinkEvents(start, end)
 
     def _saccades(self, fx: Fixations, gid: NDArray[np.int64]) -> Saccades:
-        """Saccades into each new fixation from the one before it, when nothing was lost between."""
+        """Saccades into each new fixation from the one before it, when nothing was lost between
+        and no block boundary cut the one before."""
         if len(fx) == 0:
             return Saccades()
         prev = self._seg.prev_fix
         p_end = np.concatenate(([prev[0] if prev else np.nan], fx.end[:-1]))
         p_x = np.concatenate(([prev[1] if prev else np.nan], fx.x[:-1]))
         p_y = np.concatenate(([prev[2] if prev else np.nan], fx.y[:-1]))
-        p_gid = np.concatenate(([prev[3] if prev else -1], gid[:-1]))
-        self._seg.prev_fix = (float(fx.end[-1]), float(fx.x[-1]), float(fx.y[-1]), int(gid[-1]))
+        p_gid = np.concatenate(([prev[3] if prev and not prev[4] else -1], gid[:-1]))
+        self._seg.prev_fix = (float(fx.end[-1]), float(fx.x[-1]), float(fx.y[-1]), int(gid[-1]), False)
         ok = (p_gid == gid) & ((fx.start - p_end) <= self.config.max_saccade_interval)
         dx = fx.x[ok] - p_x[ok]
         dy = fx.y[ok] - p_y[ok]

@@ -3,15 +3,18 @@
 Rules, decided once and documented here:
 
 - An event belongs to the window in which it ends: window k covers end times in
-  ``(t_k - window, t_k]``; ``t_k = segment start + window + k * step``. Nothing is emitted
-  before the first full window of a segment.
+  ``(t_k - window, t_k]``; ``t_k = k * step`` of the source clock (the public grid of
+  :mod:`streamdp.stages.schedule`). The first step is the first whose window starts at or after
+  the stream's first sample; gaps do not restart the windows (a window over a gap holds fewer
+  events). An event known only after a step at or past its end was computed (at a chunk's
+  deadline) counts from the next step on.
 - Rates divide by the nominal window length (events per second).
 - Ratios with an empty denominator are 0; means, variances and maxima over no event are 0.
 - Variances are population variances (ddof = 0).
 - Positive (rightward) saccades have dx > 0, negative dx < 0; a saccade with dx == 0 exactly
   (straight vertical) is neither.
 - Pupil features use the fixations during which a diameter was measured.
-- Wordbook n-grams are n consecutive saccades of the segment, all inside the window; statistics
+- Wordbook n-grams are n consecutive saccades of the stream, all inside the window; statistics
   run over all 24**n possible n-grams (mean and variance) or over those seen (distinct, max, min).
 
 Every step costs O(1) amortised: counts and sums come from running prefix sums and binary
@@ -21,7 +24,6 @@ searches, maxima from monotone queues, wordbooks from counters updated as events
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,8 +33,11 @@ from numpy.typing import NDArray
 from ..events import EventBatch, Fixations, Saccades
 from ..gaze import BlinkEvents
 from ..kernels.wordbook import ALPHABET_SIZE, NgramCounter
+from ..privacy.reach import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
 from ..schema import FEATURE_INDEX, N_FEATURES, WORDBOOK_ORDERS
+from ._window_state import EventColumn, SlidingMax, slide_max
 from .base import Stage
+from .schedule import ReleaseSchedule, first_full_step
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,16 +47,39 @@ _F64 = NDArray[np.float64]
 
 @dataclass(frozen=True)
 class WindowConfig:
-    """Sliding window: ``window`` seconds long, a feature vector every ``step`` seconds.
+    """Sliding window: ``window`` seconds long, a feature vector every ``step`` seconds, on the
+    public schedule (:mod:`streamdp.stages.schedule`).
 
     Defaults follow MPIIDPEye (30 s, 0.5 s); PrivacEye used 1 s steps.
+
+    Parameters
+    ----------
+    window, step : float
+        Window length and step in s; steps lie at multiples of ``step`` of the source clock.
+    max_event_duration : float
+        Public block length ``M`` in s: events never span a multiple of it (see
+        :class:`~streamdp.stages.events.EventDetector`), which bounds how far one raw sample
+        reaches. Default 8 s: fixations are rarely longer, so few are split (3.1 % of 4,249 on
+        synthetic and real recordings, ≈ mean fixation duration / M; docs/events.md); it divides
+        the chunk duration of every chunk length ≥ 16 at 0.5 s steps, so one sample reaches 3
+        chunks at n = 32 and 2 at n = 64 or 128
+        (:func:`~streamdp.privacy.reach.raw_gaze_reach`).
+    chunk_length : int or None
+        Steps per chunk; with it, steps are computed at each chunk's deadline with what is known
+        (the private pipeline sets it from its mechanism). None: only when every event up to the
+        step is known (local feature rows).
+    deadline_slack : float
+        s after a chunk's last step (data time) at which it is computed.
     """
 
     window: float = 30.0
     step: float = 0.5
+    max_event_duration: float = DEFAULT_MAX_EVENT_DURATION
+    chunk_length: int | None = None
+    deadline_slack: float = DEFAULT_DEADLINE_SLACK
 
     def __post_init__(self) -> None:
-        for name in ("window", "step"):
+        for name in ("window", "step", "max_event_duration"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise TypeError(f"WindowConfig.{name} must be a number, got {v!r}")
@@ -59,6 +87,14 @@ class WindowConfig:
                 raise ValueError(f"WindowConfig.{name} must be finite and > 0, got {v!r}")
         if self.step > self.window:
             raise ValueError(f"WindowConfig.step ({self.step}) must not exceed window ({self.window})")
+        if self.chunk_length is not None:
+            self.schedule()  # validates chunk_length and deadline_slack
+
+    def schedule(self) -> ReleaseSchedule | None:
+        """The release schedule, when a chunk length is set."""
+        if self.chunk_length is None:
+            return None
+        return ReleaseSchedule(self.window, self.step, self.chunk_length, self.deadline_slack)
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,69 +137,6 @@ class FeatureRows:
         return FeatureRows(np.concatenate([p.t for p in parts]), np.concatenate([p.values for p in parts]))
 
 
-class _Column:
-    """Events of one kind in end-time order, with running sums of shifted values and squares."""
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
-        self.end = np.empty(0)
-        self.shift: dict[str, float] = {}
-        self.s1 = {n: np.zeros(1) for n in names}
-        self.s2 = {n: np.zeros(1) for n in names}
-        self.cnt = {n: np.zeros(1, dtype=np.int64) for n in names}
-        self.values: dict[str, _F64] = {n: np.empty(0) for n in names}
-        self.base = 0  # index of end[0] among all events of the segment
-
-    def append(self, end: _F64, values: dict[str, _F64]) -> None:
-        if end.shape[0] == 0:
-            return
-        self.end = np.concatenate((self.end, end))
-        for n in self.names:
-            v = values[n]
-            finite = np.isfinite(v)
-            if n not in self.shift and np.any(finite):
-                self.shift[n] = float(v[finite][0])
-            d = np.where(finite, v - self.shift.get(n, 0.0), 0.0)
-            # continued sequentially from the last running sum: the same bits for any batch split
-            self.s1[n] = np.concatenate((self.s1[n], np.cumsum(np.concatenate(([self.s1[n][-1]], d)))[1:]))
-            self.s2[n] = np.concatenate((self.s2[n], np.cumsum(np.concatenate(([self.s2[n][-1]], d * d)))[1:]))
-            self.cnt[n] = np.concatenate((self.cnt[n], self.cnt[n][-1] + np.cumsum(finite)))
-            self.values[n] = np.concatenate((self.values[n], v))
-
-    def bounds(self, t: _F64, window: float) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-        return (
-            np.searchsorted(self.end, t - window, side="right"),
-            np.searchsorted(self.end, t, side="right"),
-        )
-
-    def total(self, name: str, lo: NDArray[np.intp], hi: NDArray[np.intp]) -> _F64:
-        """Sum of the finite values of events ``lo..hi-1``."""
-        n = self.cnt[name][hi] - self.cnt[name][lo]
-        return (self.s1[name][hi] - self.s1[name][lo]) + n * self.shift.get(name, 0.0)
-
-    def mean_var(self, name: str, lo: NDArray[np.intp], hi: NDArray[np.intp]) -> tuple[_F64, _F64, NDArray[np.int64]]:
-        n = self.cnt[name][hi] - self.cnt[name][lo]
-        s1 = self.s1[name][hi] - self.s1[name][lo]
-        s2 = self.s2[name][hi] - self.s2[name][lo]
-        safe = np.maximum(n, 1)
-        m = s1 / safe
-        var = np.maximum(s2 / safe - m * m, 0.0)
-        mean = np.where(n > 0, m + self.shift.get(name, 0.0), 0.0)
-        return mean, np.where(n > 0, var, 0.0), n
-
-    def trim(self, keep_from: int) -> None:
-        """Forget events before local index ``keep_from`` (they left every future window)."""
-        if keep_from <= 0:
-            return
-        self.end = self.end[keep_from:]
-        for n in self.names:
-            self.s1[n] = self.s1[n][keep_from:]
-            self.s2[n] = self.s2[n][keep_from:]
-            self.cnt[n] = self.cnt[n][keep_from:]
-            self.values[n] = self.values[n][keep_from:]
-        self.base += keep_from
-
-
 #: (events, quantity, feature of its mean, feature of its variance over the window's events)
 _MEAN_VAR_FEATURES = (
     ("sac", "amplitude", "saccade_amplitude_mean", "saccade_amplitude_var"),
@@ -174,14 +147,6 @@ _MEAN_VAR_FEATURES = (
     ("fix", "pupil_var", "pupil_var_mean", "pupil_var_var"),
     ("blk", "duration", "blink_duration_mean", "blink_duration_var"),
 )
-
-
-class _SlidingMax:
-    """Maximum over the events in the window, by a monotone queue of global indices."""
-
-    def __init__(self) -> None:
-        self.q: deque[int] = deque()
-        self.next = 0  # global index of the next event to enter
 
 
 class WindowFeatures(Stage[EventBatch, FeatureRows]):
@@ -215,44 +180,50 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
         return FeatureRows()
 
     def reset(self) -> None:
-        """Forget the stream: the next event batch must start a segment (its ``restarts``)."""
-        self._seg_start: float | None = None
-        self._k = 0
-        self._fix = _Column(("duration", "var_x", "var_y", "pupil_mean", "pupil_var"))
-        self._sac = _Column(("amplitude", "small", "large", "pos", "neg"))
-        self._blk = _Column(("duration",))
+        """Forget the stream: the next event batch must start one (its ``restarts``)."""
+        self._start: float | None = None
+        self._k = 0  # next step to emit
+        self._floor = -np.inf  # time of the last step emitted
+        self._fix = EventColumn(("duration", "var_x", "var_y", "pupil_mean", "pupil_var"))
+        self._sac = EventColumn(("amplitude", "small", "large", "pos", "neg"))
+        self._blk = EventColumn(("duration",))
         self._letters: list[int] = []
         self._letters_base = 0
-        self._max_amp = _SlidingMax()
-        self._max_dur = _SlidingMax()
+        self._max_amp = SlidingMax()
+        self._max_dur = SlidingMax()
         self._words = [NgramCounter(n) for n in WORDBOOK_ORDERS]
         self._w_next = 0  # next saccade (global index) to enter the wordbooks
         self._w_first = 0  # first saccade (global index) still inside the window
 
     def update(self, events: EventBatch) -> FeatureRows:
-        """Take the detector's next event batch; return the windows it completed."""
-        out: list[FeatureRows] = []
-        fx, sc, bl = events.fixations, events.saccades, events.blinks
-        for r, seg_end in zip(events.restarts.tolist(), events.segment_ends.tolist(), strict=False):
-            old_f, old_s, old_b = fx.end < r, sc.end < r, bl.end < r
-            self._add(fx.select(old_f), sc.select(old_s), BlinkEvents(bl.start[old_b], bl.end[old_b]))
-            if self._seg_start is not None and not math.isnan(seg_end):
-                out.append(self._emit(float(np.nextafter(seg_end, np.inf))))
-            self.reset()
-            self._seg_start = r
-            fx, sc = fx.select(~old_f), sc.select(~old_s)
-            bl = BlinkEvents(bl.start[~old_b], bl.end[~old_b])
-        if self._seg_start is None:
-            return FeatureRows.concat(out)
-        self._add(fx, sc, bl)
-        out.append(self._emit(events.final_before))
-        return FeatureRows.concat(out)
+        """Take the detector's next event batch; return the steps it completed (those before its
+        ``final_before``)."""
+        if self._start is None:
+            if not events.restarts.shape[0]:
+                return FeatureRows()
+            self._start = float(events.restarts[0])
+            self._k = first_full_step(self._start, self.config.window, self.config.step)
+        self._add(events.fixations, events.saccades, events.blinks)
+        return self._emit(events.final_before)
+
+    def emit_until(self, until: float) -> FeatureRows:
+        """Compute every step at or before ``until`` with the events known now (a chunk's
+        deadline): an event that ends before a computed step but arrives later counts from the
+        next step on."""
+        if self._start is None:
+            return FeatureRows()
+        return self._emit(float(np.nextafter(until, np.inf)))
+
+    def _late(self, end: _F64) -> _F64:
+        """Ends as counted: an event known only after a step at or past its end was computed is
+        taken to end just after that step (the order of ends is kept)."""
+        if not math.isfinite(self._floor) or end.shape[0] == 0:
+            return end
+        return np.maximum(end, np.nextafter(self._floor, np.inf))
 
     def _add(self, fx: Fixations, sc: Saccades, bl: BlinkEvents) -> None:
-        if self._seg_start is None:
-            return
         self._fix.append(
-            fx.end,
+            self._late(fx.end),
             {
                 "duration": fx.duration,
                 "var_x": fx.var_x,
@@ -263,7 +234,7 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
         )
         large = sc.letter >= 8
         self._sac.append(
-            sc.end,
+            self._late(sc.end),
             {
                 "amplitude": sc.amplitude,
                 "small": (~large).astype(np.float64),
@@ -273,19 +244,19 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
             },
         )
         self._letters.extend(sc.letter.tolist())
-        self._blk.append(bl.end, {"duration": bl.end - bl.start})
+        order = np.argsort(bl.end, kind="stable")  # a source's blinks may come in any order
+        self._blk.append(self._late(bl.end[order]), {"duration": (bl.end - bl.start)[order]})
 
     def _step_times(self, before: float) -> _F64:
-        assert self._seg_start is not None
-        w, s = self.config.window, self.config.step
+        s = self.config.step
         if not math.isfinite(before):
             return np.empty(0)
-        # smallest k with seg_start + w + k*s >= before, computed exactly on the integer grid
-        k_stop = max(self._k, math.ceil((before - self._seg_start - w) / s) + 1)
-        ks = np.arange(self._k, k_stop)
-        t = np.asarray(self._seg_start + (w + ks * s), dtype=np.float64)
+        k_stop = max(self._k, math.ceil(before / s) + 1)
+        t = np.arange(self._k, k_stop, dtype=np.float64) * s
         t = t[t < before]
         self._k += t.shape[0]
+        if t.shape[0]:
+            self._floor = float(t[-1])
         return t
 
     def _emit(self, before: float) -> FeatureRows:
@@ -346,8 +317,8 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
         q_amp, q_dur = self._max_amp, self._max_dur
         for row, tk in enumerate(t.tolist()):
             lo_t = tk - w
-            _slide_max(q_dur, f_end, f_dur, f_base, tk, lo_t)
-            _slide_max(q_amp, s_end, s_amp, s_base, tk, lo_t)
+            slide_max(q_dur, f_end, f_dur, f_base, tk, lo_t)
+            slide_max(q_amp, s_end, s_amp, s_base, tk, lo_t)
             v[row, col_dur] = f_dur[q_dur.q[0] - f_base] if q_dur.q else 0.0
             v[row, col_amp] = s_amp[q_amp.q[0] - s_base] if q_amp.q else 0.0
             # saccades entering the window add the n-grams they end
@@ -391,15 +362,3 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
                 if column is self._fix:
                     dead = min(dead, self._max_dur.next - column.base)
                 column.trim(dead)
-
-
-def _slide_max(state: _SlidingMax, end: list[float], vals: list[float], base: int, tk: float, lo_t: float) -> None:
-    q = state.q
-    while state.next - base < len(end) and end[state.next - base] <= tk:
-        val = vals[state.next - base]
-        while q and vals[q[-1] - base] <= val:
-            q.pop()
-        q.append(state.next)
-        state.next += 1
-    while q and end[q[0] - base] <= lo_t:
-        q.popleft()

@@ -12,12 +12,14 @@ import logging
 from collections.abc import Callable
 
 import numpy as np
-from randomgen import HC128, SPECK128, AESCounter, ChaCha
 
 from ..errors import BudgetExhausted
-from ..privacy.accountant import Accountant, PrivacyUnit, chunks_touched
+from ..privacy.accountant import Accountant, PrivacyUnit
+from ..privacy.guarantee import RawGazeReach
 from ..privacy.mechanisms import MECHANISMS, Mechanism
 from ..privacy.noise import secure_generator
+from ..privacy.randomness import CRYPTOGRAPHIC, REPRODUCIBLE, RandomSource, as_random_source
+from ..privacy.reach import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION, DEFAULT_MAX_SACCADE_INTERVAL
 from ..privacy.release import PrivateRelease, ReleaseMint, claim_mint
 from .base import Stage
 from .chunker import Chunk
@@ -26,40 +28,54 @@ log = logging.getLogger(__name__)
 
 _REGISTERED = frozenset(MECHANISMS.values())
 
-#: bit generators built on a cryptographic cipher: their output does not reveal their state, so
-#: the noise cannot be predicted from earlier releases (PCG64, MT19937, Philox… can be)
-CRYPTOGRAPHIC_BIT_GENERATORS: tuple[type, ...] = (AESCounter, ChaCha, HC128, SPECK128)
-
-#: the ledger key saying whether the noise came from a cryptographic generator, and its values
+#: the ledger key saying where the noise came from: ``CRYPTOGRAPHIC`` (the OS's CSPRNG, unpredictable)
+#: or ``REPRODUCIBLE`` ("reproducible, not private": a seed or a NumPy generator, predictable)
 GENERATOR_KEY = "generator"
-CRYPTOGRAPHIC = "cryptographic"
-NOT_CRYPTOGRAPHIC = "not cryptographic"
+
+__all__ = ["CRYPTOGRAPHIC", "GENERATOR_KEY", "REPRODUCIBLE", "Privatizer", "check_rng", "is_cryptographic"]
 
 
-def is_cryptographic(rng: np.random.Generator) -> bool:
-    """Whether ``rng`` draws from a cryptographic bit generator (as :func:`secure_generator`'s does).
+def is_cryptographic(rng: RandomSource | np.random.Generator) -> bool:
+    """Whether ``rng``'s output cannot be predicted from earlier outputs: only the OS-backed
+    source that :func:`secure_generator` returns without a seed.
 
     Examples
     --------
-    >>> is_cryptographic(secure_generator(0)), is_cryptographic(np.random.default_rng(0))
+    >>> is_cryptographic(secure_generator()), is_cryptographic(secure_generator(0))
     (True, False)
+    >>> is_cryptographic(np.random.default_rng(0))
+    False
     """
-    return isinstance(rng.bit_generator, CRYPTOGRAPHIC_BIT_GENERATORS)
+    return as_random_source(rng).cryptographic
 
 
-def check_rng(rng: object) -> np.random.Generator:
-    """``rng`` if it is a NumPy ``Generator``.
+def check_mechanism(mechanism: object) -> Mechanism:
+    """``mechanism`` if it is an instance of a registered mechanism class (not a subclass: one
+    could return its input unperturbed and still have it sealed).
+
+    Raises
+    ------
+    TypeError
+        Anything else, named.
+    """
+    if type(mechanism) not in _REGISTERED:
+        raise TypeError(
+            f"mechanism must be one of the registered mechanisms ({', '.join(MECHANISMS)}), "
+            f"got {type(mechanism).__name__}"
+        )
+    return mechanism  # type: ignore[return-value]
+
+
+def check_rng(rng: object) -> RandomSource:
+    """``rng`` as a random source: a :class:`~streamdp.privacy.randomness.RandomSource` as it is,
+    a NumPy ``Generator`` wrapped (reproducible, not private).
 
     Raises
     ------
     TypeError
         Anything else (a seed, a ``RandomState``, a bit generator), with the hint to build one.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy Generator (use streamdp.privacy.secure_generator(seed)), got {rng!r}"
-        )
-    return rng
+    return as_random_source(rng)
 
 
 def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[PrivateRelease]]:
@@ -106,32 +122,46 @@ def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[
 class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
     """Perturbs each chunk with ``mechanism`` after charging it to the accountant.
 
-    ``rng`` defaults to a cryptographic generator seeded from the OS; pass
-    ``secure_generator(seed)`` for reproducible research. Every ledger entry says under
-    ``"generator"`` whether the noise came from a cryptographic generator (``"cryptographic"``)
-    or not (``"not cryptographic"``, e.g. ``np.random.default_rng``: fine for simulations, refused
-    by network sinks). When a session budget runs out the releases made so far are returned,
+    ``rng`` defaults to the OS's CSPRNG (:func:`secure_generator` without a seed); pass
+    ``secure_generator(seed)`` (or a NumPy ``Generator``) for reproducible research. Every ledger
+    entry says under ``"generator"`` where the noise came from: ``"cryptographic"``, or
+    ``"reproducible, not private"`` for a seeded or NumPy generator (fine for tests and
+    simulations, refused by network sinks). When a session budget runs out the releases made so far are returned,
     ``exhausted`` becomes true with a message (``exhausted_message``), and the next update raises
     :class:`~streamdp.errors.BudgetExhausted`.
+
+    Every ledger entry also states what raw gaze costs (one sample, one second, a whole session):
+    :class:`~streamdp.privacy.guarantee.RawGazeReach` from the public ``window``, ``step``,
+    chunk length, ``max_event_duration`` (the block length events never span),
+    ``max_saccade_interval`` and ``deadline_slack`` — give the values the features use.
 
     Raises
     ------
     TypeError
         ``mechanism`` is not one of the registered mechanisms, ``unit`` not a
-        :class:`~streamdp.privacy.accountant.PrivacyUnit`, or ``rng`` not a NumPy ``Generator``.
+        :class:`~streamdp.privacy.accountant.PrivacyUnit`, ``rng`` neither a random source
+        nor a NumPy ``Generator``, or a time parameter not a number.
+    ValueError
+        ``window``, ``step`` or ``max_event_duration`` not finite and > 0,
+        ``max_saccade_interval`` or ``deadline_slack`` negative, named with the value.
 
     Examples
     --------
     >>> import numpy as np
     >>> from streamdp.privacy import dcfpa, default_profile, secure_generator
-    >>> priv = Privatizer(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=4), rng=secure_generator(1))
+    >>> priv = Privatizer(dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=4))
     >>> (rel,) = priv.update([Chunk(np.arange(4) * 0.5, np.zeros((4, 52)))])
-    >>> rel.ledger["chunk_index"], rel.ledger["epsilon_spent"], rel.ledger["generator"], priv.flush()
-    (0, 52.0, 'cryptographic', [])
-    >>> Privatizer(priv.mechanism, rng=42)
+    >>> rel.ledger["chunk_index"], rel.ledger["generator"], priv.flush()
+    (0, 'cryptographic', [])
+    >>> seeded = Privatizer(priv.mechanism, rng=secure_generator(1))
+    >>> seeded.update([Chunk(np.arange(4) * 0.5, np.zeros((4, 52)))])[0].ledger["generator"]
+    'reproducible, not private'
+    >>> print(rel.ledger["raw_gaze_guarantee"].split("; ")[0])
+    raw gaze: one sample changes at most 23 chunks (ε ≤ 23)
+    >>> Privatizer(priv.mechanism, rng=42)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: rng must be a numpy Generator (use streamdp.privacy.secure_generator(seed)), got 42
+    TypeError: rng must be a random source (streamdp.privacy.secure_generator(), ...) or a numpy Generator, got 42
     """
 
     update = _update_with(claim_mint())
@@ -140,30 +170,36 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
         self,
         mechanism: Mechanism,
         unit: PrivacyUnit | None = None,
-        rng: np.random.Generator | None = None,
+        rng: RandomSource | np.random.Generator | None = None,
         window: float = 30.0,
         step: float = 0.5,
+        *,
+        max_event_duration: float = DEFAULT_MAX_EVENT_DURATION,
+        max_saccade_interval: float = DEFAULT_MAX_SACCADE_INTERVAL,
+        deadline_slack: float = DEFAULT_DEADLINE_SLACK,
     ) -> None:
-        # a mechanism of our own registry only: a subclass could return its input unperturbed
-        # and still have it sealed
-        if type(mechanism) not in _REGISTERED:
-            raise TypeError(
-                f"mechanism must be one of the registered mechanisms ({', '.join(MECHANISMS)}), "
-                f"got {type(mechanism).__name__}"
-            )
+        check_mechanism(mechanism)
         if unit is not None and not isinstance(unit, PrivacyUnit):
             raise TypeError(
                 f"unit must be a PrivacyUnit (e.g. PrivacyUnit('session', budget=100.0)), got {unit!r}"
             )
+        reach = RawGazeReach(
+            window,
+            step,
+            mechanism.chunk_length,
+            max_event_duration=max_event_duration,
+            max_saccade_interval=max_saccade_interval,
+            deadline_slack=deadline_slack,
+        )
         self._mechanism = mechanism
         self._rng = check_rng(rng) if rng is not None else secure_generator()
-        self._generator = CRYPTOGRAPHIC if is_cryptographic(self._rng) else NOT_CRYPTOGRAPHIC
+        self._generator = self._rng.ledger_label
         self._accountant = Accountant(
             epsilon_chunk=mechanism.epsilon_chunk,
             unit=unit or PrivacyUnit(),
             mechanism=mechanism.describe(),
             bounds_digest=mechanism.bounds.digest(),
-            raw_gaze_chunks=chunks_touched(window, step, mechanism.chunk_length),
+            raw_gaze_chunks=reach,
         )
         self._exhausted_message: str | None = None
 
@@ -174,7 +210,7 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
         return self._mechanism
 
     @property
-    def rng(self) -> np.random.Generator:
+    def rng(self) -> RandomSource:
         return self._rng
 
     @property

@@ -12,8 +12,12 @@ from .base import Stage
 class ReorderBuffer(Stage[GazeColumns, GazeColumns]):
     """Holds the newest ``window`` seconds of gaze; releases older gaze sorted by time.
 
-    A sample older than what was already released is late and dropped (counted in ``late``):
-    feeding it would send time backwards. A jump back by more than ``restart_after`` seconds is
+    The clock is the newest sample seen, or a time given to :meth:`advance` (a live shell's
+    timer): :meth:`release` hands over everything older than ``clock − window``. A sample older
+    than what was already released is late and dropped (counted in ``late``): feeding it would
+    send time backwards or reach a chunk already computed at its deadline. :meth:`update`
+    releases at every call; a caller may :meth:`hold` several batches and release once. A jump
+    back by more than ``restart_after`` seconds is
     not lateness but a clock that restarted: :meth:`clock_went_back` tells the caller, which
     starts a new segment (after :meth:`flush`).
 
@@ -37,7 +41,9 @@ class ReorderBuffer(Stage[GazeColumns, GazeColumns]):
 
     def reset(self) -> None:
         self._held = GazeColumns.empty()
+        self._parts: list[GazeColumns] = []
         self.released_until = -np.inf
+        self.clock = -np.inf
         self.late = 0
 
     def clock_went_back(self, gaze: GazeColumns) -> bool:
@@ -45,33 +51,52 @@ class ReorderBuffer(Stage[GazeColumns, GazeColumns]):
         return bool(len(gaze)) and float(np.min(gaze.t)) < self.released_until - self.restart_after
 
     def update(self, item: GazeColumns, /) -> GazeColumns:
-        """Add gaze; return what is now older than the newest sample by more than the window."""
+        """Add gaze; return what is now older than the clock by more than the window."""
+        self.hold(item)
+        return self.release()
+
+    def hold(self, item: GazeColumns) -> None:
+        """Add gaze without releasing any. Late is what is older than the gaze already released:
+        releasing less often changes when, never what, the stages get, and drops less."""
         if not len(item):
+            return
+        late = item.t < self.released_until
+        if late.any():
+            self.late += int(np.count_nonzero(late))
+            item = item.take(np.flatnonzero(~late))
+            if not len(item):
+                return
+        self.clock = max(self.clock, float(np.max(item.t)))
+        self._parts.append(item)
+
+    def release(self) -> GazeColumns:
+        """What is held and older than ``clock − window``, sorted by time."""
+        self.released_until = max(self.released_until, self.clock - self.window)
+        if self._parts:
+            self._held = GazeColumns.concat([self._held, *self._parts])
+            self._parts = []
+        if not len(self._held):
             return GazeColumns.empty()
-        held = GazeColumns.concat([self._held, item])
-        order = np.argsort(held.t, kind="stable")
-        t_sorted = held.t[order]
-        split = int(np.searchsorted(t_sorted, t_sorted[-1] - self.window, side="right"))
-        self._held = held.take(order[split:])
-        return self._fresh(held.take(order[:split]))
+        order = np.argsort(self._held.t, kind="stable")
+        split = int(np.searchsorted(self._held.t[order], self.released_until, side="right"))
+        out = self._held.take(order[:split])
+        self._held = self._held.take(order[split:])
+        return out
+
+    def advance(self, clock: float) -> GazeColumns:
+        """No gaze older than ``clock`` is still on its way but by the window: release what is
+        older than ``clock − window``."""
+        if clock > self.clock:
+            self.clock = float(clock)
+        return self.release()
 
     def flush(self) -> GazeColumns:
         """Everything held, in order; the next stream may start at any time (the stream ended,
         or the source restarted its clock)."""
-        held, self._held = self._held, GazeColumns.empty()
+        held = GazeColumns.concat([self._held, *self._parts])
+        self._held, self._parts = GazeColumns.empty(), []
         if len(held):
             held = held.take(np.argsort(held.t, kind="stable"))
-        out = self._fresh(held)
         self.released_until = -np.inf
-        return out
-
-    def _fresh(self, ready: GazeColumns) -> GazeColumns:
-        if not len(ready):
-            return ready
-        keep = ready.t >= self.released_until
-        if not keep.all():
-            self.late += int(np.count_nonzero(~keep))
-            ready = ready.take(np.flatnonzero(keep))
-        if len(ready):
-            self.released_until = float(ready.t[-1])
-        return ready
+        self.clock = -np.inf
+        return held

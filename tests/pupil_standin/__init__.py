@@ -39,16 +39,27 @@ def capture_plugin_environment() -> Iterator[SimpleNamespace]:
             sys.modules.pop(name, None)
 
 
+class WorldFrame:
+    """What plugins read of ``events["frame"]``: Capture's world camera frame, with its
+    ``timestamp`` (Pupil time) and ``index``."""
+
+    def __init__(self, timestamp: float, index: int) -> None:
+        self.timestamp = float(timestamp)
+        self.index = index
+
+
 def world_frames(
     recording: Recording, fps: float = 30.0, *, untidy: bool = False
-) -> Iterator[dict[str, list[dict[str, Any]]]]:
-    """The ``events`` of each world frame as Capture batches them: the gaze and blink datums
-    Capture would publish for ``recording`` in the frame's period. ``untidy``: as Capture really
-    does (:func:`streamdp.pupil_wire.capture_datums`, at its own 30 Hz): monocular gaze frames
-    late, blink onsets and offsets in every frame while the detector's filter fires."""
+) -> Iterator[dict[str, Any]]:
+    """The ``events`` of each world frame as Capture batches them: ``frame`` (a
+    :class:`WorldFrame` at the frame's Pupil time) and the gaze and blink datums Capture would
+    publish for ``recording`` in the frame's period, none later than the frame. ``untidy``: as
+    Capture really does (:func:`streamdp.pupil_wire.capture_datums`, at its own 30 Hz):
+    monocular gaze frames late, blink onsets and offsets in every frame while the detector's
+    filter fires."""
     if untidy:
-        for _, sent in groupby(capture_datums(recording), key=lambda p: p[0]):
-            events: dict[str, list[dict[str, Any]]] = {"gaze": [], "blinks": []}
+        for index, (at, sent) in enumerate(groupby(capture_datums(recording), key=lambda p: p[0])):
+            events: dict[str, Any] = {"frame": WorldFrame(at, index), "gaze": [], "blinks": []}
             for _, datum in sent:
                 if datum["topic"].startswith("gaze."):
                     events["gaze"].append(datum)
@@ -56,15 +67,22 @@ def world_frames(
                     events["blinks"].append(datum)
             yield events
         return
-    frame: dict[str, list[dict[str, Any]]] = {"gaze": [], "blinks": []}
-    t_next = float(recording.gaze.t[0]) + 1 / fps
+    t0, index = float(recording.gaze.t[0]), 1
+    frame: dict[str, Any] = {"frame": WorldFrame(t0 + 1 / fps, index), "gaze": [], "blinks": []}
     for datum in recording_datums(recording):
-        while datum["timestamp"] >= t_next:
+        while datum["timestamp"] >= frame["frame"].timestamp:
             yield frame
-            frame = {"gaze": [], "blinks": []}
-            t_next += 1 / fps
+            index += 1
+            frame = {"frame": WorldFrame(t0 + index / fps, index), "gaze": [], "blinks": []}
         if datum["topic"].startswith("gaze."):
             frame["gaze"].append(datum)
         elif datum["topic"] == "blinks":
             frame["blinks"].append(datum)
     yield frame
+
+
+def idle_frames(start: float, seconds: float, fps: float = 30.0, first_index: int = 0) -> Iterator[dict[str, Any]]:
+    """World frames from ``start`` (Pupil time) for ``seconds`` without any gaze: the wearer
+    took the headset off, the eye cameras stopped, Capture's world loop runs on."""
+    for i in range(1, int(seconds * fps) + 1):
+        yield {"frame": WorldFrame(start + i / fps, first_index + i), "gaze": [], "blinks": []}

@@ -1,14 +1,17 @@
 """Differentially private mechanisms, one class per variant, over one validated, immutable base.
 
 Streaming chunk mechanisms (a chunk of ``n`` steps × ``F`` features in, a perturbed chunk out):
-:class:`LPA`, :class:`CFPA`, :class:`DCFPA` and :class:`Steil`, by name in :data:`MECHANISMS`.
+:class:`LPA`, :class:`CFPA`, :class:`DCFPA` (level-keeping, the default), :class:`DCFPABozkir`
+(the paper's Algorithm 1) and :class:`Steil`, by name in :data:`MECHANISMS`.
 Offline: :class:`FPA` on a whole signal (:data:`OFFLINE_MECHANISMS`). Aggregate heatmaps:
 :class:`HeatmapGaussian` and :class:`HeatmapLaplace` (:data:`HEATMAP_MECHANISMS`).
 
 Unit of privacy of every chunk mechanism: **one chunk of one feature** — two inputs are
-neighbours when they are any two chunks inside the public bounds (after clipping). ε is per
-feature per chunk; the F features of a chunk compose sequentially to ``F·ε`` (see
-:mod:`streamdp.privacy.accountant` for chunks, w-events, sessions and raw gaze).
+neighbours when they are any two chunks (mapped into the public bounds first). ``epsilon`` is the
+total of one chunk, split over the features by the bounds profile's weights; the features compose
+sequentially to it (``epsilon_per_feature`` gives the papers' per-feature ε instead; see
+:mod:`~streamdp.privacy.mechanisms.budget`, and :mod:`streamdp.privacy.accountant` for chunks,
+w-events, sessions and raw gaze).
 
 All noise is discrete Laplace (or Gaussian) on a power-of-two lattice from
 :mod:`streamdp.privacy.noise`, with the rounding charged to the sensitivity. Mechanisms take
@@ -18,8 +21,10 @@ not take, and are immutable afterwards, their arrays included.
 """
 
 from .base import BaseMechanism, Mechanism, MechanismOutput
-from .factories import cfpa, dcfpa
-from .fourier import CFPA, DCFPA, DEFAULT_K, FourierPerturbation, default_k
+from .budget import ChunkMechanism, split_epsilon
+from .factories import cfpa, dcfpa, dcfpa_bozkir
+from .fourier import DEFAULT_K, FourierPerturbation, default_k
+from .fourier_mechanisms import CFPA, DCFPA, DCFPA_DEFAULT_K, DEFAULT_LEVEL_SHARE, DCFPABozkir
 from .fpa import FPA, WholeSignalFPA
 from .heatmap import HeatmapGaussian, HeatmapLaplace, HeatmapMechanism
 from .lpa import LPA, LaplacePerturbation
@@ -30,13 +35,17 @@ from .validation import check_chunk_length
 __all__ = [
     "CFPA",
     "DCFPA",
+    "DCFPA_DEFAULT_K",
     "DEFAULT_K",
+    "DEFAULT_LEVEL_SHARE",
     "FPA",
     "HEATMAP_MECHANISMS",
     "LPA",
     "MECHANISMS",
     "OFFLINE_MECHANISMS",
     "BaseMechanism",
+    "ChunkMechanism",
+    "DCFPABozkir",
     "FourierPerturbation",
     "HeatmapGaussian",
     "HeatmapLaplace",
@@ -50,6 +59,8 @@ __all__ = [
     "cfpa",
     "check_chunk_length",
     "dcfpa",
+    "dcfpa_bozkir",
     "default_k",
     "make_mechanism",
+    "split_epsilon",
 ]

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from ...errors import InputError
 from ..bounds import BoundsProfile
 from ..noise import lattice_laplace
+from ..randomness import RandomSource
 from .validation import check_bounds, check_chunk_length, check_epsilon, frozen_array
 
 _F64 = NDArray[np.float64]
@@ -112,9 +113,11 @@ class MechanismOutput:
     k: NDArray[np.int64]
 
 
-def laplace_columns(rng: np.random.Generator, c: _F64, scale: _F64, mask: NDArray[np.bool_] | None = None) -> _F64:
-    """Lattice Laplace noise on every column at its own scale; rows outside ``mask`` (coefficients
-    not released) are zero."""
+def laplace_columns(
+    rng: RandomSource | np.random.Generator, c: _F64, scale: _F64, mask: NDArray[np.bool_] | None = None
+) -> _F64:
+    """Lattice Laplace noise (exact discrete Laplace, :mod:`streamdp.privacy.exact_samplers`) on
+    every column at its own scale; rows outside ``mask`` (coefficients not released) are zero."""
     out = lattice_laplace(rng, c, scale)
     return out if mask is None else np.where(mask, out, 0.0)
 
@@ -123,14 +126,15 @@ class Mechanism(BaseMechanism):
     """Base of the streaming mechanisms on a chunk of ``n`` steps × ``F`` features.
 
     Unit of privacy of every chunk mechanism: **one chunk of one feature**. Two inputs are
-    neighbours when they are any two chunks inside the public bounds (after clipping). ε is per
-    feature per chunk, and the F features of a chunk compose sequentially to ``F·ε`` (see
+    neighbours when they are any two chunks inside the public bounds (after clipping). The
+    concrete mechanisms (:class:`~streamdp.privacy.mechanisms.budget.ChunkMechanism`) take ε as
+    the total of a chunk and split it over the features, which compose sequentially to it (see
     :mod:`streamdp.privacy.accountant` for chunks, w-events, sessions and raw gaze).
 
     Parameters
     ----------
     epsilon : float
-        ε per feature per chunk, finite and > 0.
+        ε of one feature per chunk at this level (the subclasses pass their split), finite and > 0.
     bounds : BoundsProfile
         The public bounds; the chunk is clipped to them before any noise.
     chunk_length : int
@@ -179,8 +183,8 @@ class Mechanism(BaseMechanism):
         return clipped, int(np.count_nonzero(clipped != x))
 
     @abstractmethod
-    def privatize(self, x: _F64, rng: np.random.Generator) -> MechanismOutput:
-        """The perturbed chunk.
+    def privatize(self, x: _F64, rng: RandomSource) -> MechanismOutput:
+        """The perturbed chunk, its noise drawn from ``rng``.
 
         Raises
         ------

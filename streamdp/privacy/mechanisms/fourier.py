@@ -1,4 +1,5 @@
-"""The Fourier perturbation family on chunks: CFPA and DCFPA (Bozkir et al. 2021)."""
+"""The Fourier perturbation family on chunks (Bozkir et al. 2021): the shared base of CFPA, the
+level-keeping DCFPA (streamdp's default) and the paper's Algorithm 1 (``dcfpa-bozkir``)."""
 
 from __future__ import annotations
 
@@ -12,70 +13,79 @@ from numpy.typing import NDArray
 
 from ..bounds import BoundsProfile
 from ..noise import lattice_step
+from ..randomness import RandomSource
+from ..sensitivity import clamp_to_reachable, reachable_sensitivity
 from ..transforms import TRANSFORMS, LowPassTransform, l1_sensitivity
-from .base import Mechanism, MechanismOutput, laplace_columns
+from .base import MechanismOutput, laplace_columns
+from .budget import ChunkMechanism
 from .validation import check_choice, check_fraction, check_int
 
 _F64 = NDArray[np.float64]
 _I64 = NDArray[np.int64]
 
-#: public default number of coefficients per chunk length, chosen on synthetic (public) data
-#: only: the k of lowest mean NMSE for DCFPA-DFT at ε = 1 per feature (docs/privacy.md)
+#: public default number of coefficients per chunk length for CFPA and Algorithm 1 (the papers'
+#: k = 1 is kept for them); the level-keeping DCFPA has its own table, :data:`DCFPA_DEFAULT_K`
 DEFAULT_K: Mapping[int, int] = MappingProxyType({16: 1, 32: 1, 64: 1, 128: 1, 256: 1})
 
-#: how the sensitivity of the released coefficients is computed
-SENSITIVITY_MODES = ("bound", "tight")
+#: how the sensitivity of the released coefficients is computed: the closed form over the box,
+#: the exact maximum over the box, or the exact maximum over the chunks that can occur
+SENSITIVITY_MODES = ("bound", "tight", "reachable")
 
 #: the share of ε spent choosing k privately, unless set
 DEFAULT_K_EPSILON_SHARE = 0.1
 
 
 def default_k(n: int) -> int:
-    """The documented public k for a chunk length (1 beyond the table)."""
+    """The documented public k of CFPA and Algorithm 1 for a chunk length (1 beyond the table)."""
     return DEFAULT_K.get(n, 1)
 
 
-def _check_k(k: object, k_max: int, transform: str, n: int) -> int | None:
+def _check_k(k: object, k_max: int, transform: str, n: int, default: int) -> int | None:
     """An int in ``[1, k_max]``, or None for "private"."""
     if isinstance(k, str):
         if k != "private":
             raise ValueError(f"k must be an int or 'private', got {k!r}")
         return None
-    kk = default_k(n) if k is None else check_int("k", k)
+    kk = default if k is None else check_int("k", k)
     if not 1 <= kk <= k_max:
         raise ValueError(f"k must be in [1, {k_max}] for transform {transform!r} and n = {n}, got {kk}")
     return kk
 
 
-class FourierPerturbation(Mechanism):
-    """The shared base of CFPA and DCFPA: FPA on each chunk, with the noise on the ``k`` lowest
-    coefficients of a DFT or DCT. Build :class:`CFPA` or :class:`DCFPA`; this class is abstract.
+class FourierPerturbation(ChunkMechanism):
+    """The shared base of the Fourier mechanisms: FPA on each chunk, with the noise on the ``k``
+    lowest coefficients of a DFT or DCT of a vector made from the chunk (its values, or its
+    differences). Build :class:`CFPA`, :class:`DCFPA` or :class:`DCFPABozkir`; this class is abstract.
 
-    Guarantee: ε-DP per feature per chunk (unit of privacy: one chunk of one feature) for any two
-    chunks inside the bounds: values clipped to ``[lo, hi]`` and, for DCFPA, differences clipped to
-    ``[-r, r]``, so the perturbed signal's first value may change by ``hi - lo`` and every other
-    by ``2r`` (DCFPA) or ``hi - lo`` (CFPA). Noise is discrete Laplace of scale
-    ``λ = (Δ₁ + m·γ)/ε`` on each of the ``m`` released coefficients, where ``Δ₁ = √n·√k·Δ₂`` (DFT,
-    Bozkir's corrected proof), ``√k·Δ₂`` (orthonormal DCT), or the exact L1 sensitivity of the
-    released coefficients over the bounds box (``sensitivity="tight"``). With ``k="private"``
-    the choice of k spends ``k_epsilon_share·ε`` and the perturbation the rest: ε in total.
+    Guarantee: ε_f-DP for each feature per chunk (unit of privacy: one chunk of one feature; the
+    chunk's features compose to ``epsilon``, the total), for any two chunks: the input is first
+    mapped into the public bounds. Noise is discrete Laplace of scale ``λ = (Δ₁ + m·γ)/ε`` on each
+    of the ``m`` released coefficients, with ``Δ₁`` the closed form ``√n·√k·Δ₂`` (DFT, Bozkir's
+    corrected proof) or ``√k·Δ₂`` (orthonormal DCT) over the box of the transformed vector
+    (``sensitivity="bound"``), the exact L1 sensitivity over that box (``"tight"``), or the exact
+    L1 sensitivity over the chunks that can occur, every value in ``[lo, hi]`` and every step in
+    ``[-r, r]`` (``"reachable"``; the chunk is then clamped into that set, see
+    :mod:`streamdp.privacy.sensitivity`). With ``k="private"`` the choice of k spends
+    ``k_epsilon_share`` of each feature's ε.
 
     Parameters
     ----------
     epsilon : float
-        ε per feature per chunk, finite and > 0.
+        The total ε of one chunk, split over the features by the profile's weights.
+    epsilon_per_feature : float
+        Instead of ``epsilon``: the same ε for every released feature (the papers' convention).
     bounds : BoundsProfile
-        The public bounds.
+        The public bounds (and weights).
     chunk_length : int
         n, a power of two ≥ 2.
     transform : {"dft", "dct"}
         The transform, default "dft".
     k : int or "private", optional
         Number of lowest coefficients kept: 1 ≤ k ≤ n/2 (DFT) or n (DCT). Default: the public
-        default of the chunk length (:data:`DEFAULT_K`). "private" chooses k per feature and
-        chunk with the exponential mechanism, spending ``k_epsilon_share`` of ε on the choice.
-    sensitivity : {"bound", "tight"}
-        The closed-form bound (default) or the exact L1 sensitivity over the bounds box.
+        default of the mechanism and chunk length. "private" chooses k per feature and chunk
+        with the exponential mechanism, spending ``k_epsilon_share`` of ε on the choice.
+    sensitivity : {"bound", "tight", "reachable"}
+        How the sensitivity is computed (see above); the default depends on the mechanism.
     k_epsilon_share : float, optional
         Share of ε spent choosing k privately, in (0, 1); default 0.1. Only with ``k="private"``.
 
@@ -83,11 +93,12 @@ class FourierPerturbation(Mechanism):
     ------
     TypeError, ValueError
         A parameter of the wrong type or out of range, named with its value; ``k_epsilon_share``
-        with a fixed k.
+        with a fixed k; both or neither of ``epsilon`` and ``epsilon_per_feature``.
     """
 
     parameters: ClassVar[tuple[str, ...]] = (
         "epsilon",
+        "epsilon_per_feature",
         "bounds",
         "chunk_length",
         "transform",
@@ -95,8 +106,10 @@ class FourierPerturbation(Mechanism):
         "sensitivity",
         "k_epsilon_share",
     )
-    #: whether the chunk is differenced before the transform (DCFPA) or not (CFPA)
-    differences: ClassVar[bool]
+    #: the vector transformed: see :func:`streamdp.privacy.sensitivity.release_matrix`
+    preparation: ClassVar[str]
+    #: the default sensitivity mode
+    default_sensitivity: ClassVar[str] = "bound"
 
     transform: str
     sensitivity_mode: str
@@ -109,95 +122,136 @@ class FourierPerturbation(Mechanism):
     noise_scales: _F64
     delta2: _F64
     _transform: LowPassTransform
+    _release: _F64
+    _output: _F64
 
     def __init__(
         self,
         *,
-        epsilon: float,
+        epsilon: float | None = None,
+        epsilon_per_feature: float | None = None,
         bounds: BoundsProfile,
         chunk_length: int,
         transform: str = "dft",
         k: int | str | None = None,
-        sensitivity: str = "bound",
+        sensitivity: str | None = None,
         k_epsilon_share: float | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, bounds=bounds, chunk_length=chunk_length)
+        super().__init__(
+            epsilon=epsilon, epsilon_per_feature=epsilon_per_feature, bounds=bounds, chunk_length=chunk_length
+        )
         kind = TRANSFORMS[check_choice("transform", transform, tuple(TRANSFORMS))]
-        mode = check_choice("sensitivity", sensitivity, SENSITIVITY_MODES)
+        chosen = self.default_sensitivity if sensitivity is None else sensitivity
+        mode = check_choice("sensitivity", chosen, SENSITIVITY_MODES)
         n = self.chunk_length
         k_max = kind.max_k(n)
-        fixed_k = _check_k(k, k_max, transform, n)
+        fixed_k = _check_k(k, k_max, transform, n, self._default_k(n, transform))
         if fixed_k is None:
             share = DEFAULT_K_EPSILON_SHARE
             if k_epsilon_share is not None:
                 share = check_fraction("k_epsilon_share", k_epsilon_share)
             k_candidates = np.arange(1, k_max + 1)
-            eps_fpa = self.epsilon * (1.0 - share)
         else:
             if k_epsilon_share is not None:
                 raise ValueError(f"k_epsilon_share applies only with k='private', got {k_epsilon_share!r} with k={k!r}")
             share = 0.0
             k_candidates = np.array([fixed_k])
-            eps_fpa = self.epsilon
-        first_w = self.bounds.width
-        rest_w = self._rest_width()
+        self._set(k_epsilon_share=share)
+        eps_fpa = self._noise_epsilons * self._coefficient_share()
+        first_w, rest_w = self._box_widths()
         # per candidate k: sensitivity (rows) per feature (columns), and the noise scale at eps_fpa
         sens = []
         exact = True
         for cand in k_candidates.tolist():
-            s_k, ex = l1_sensitivity(transform, n, cand, first_w, rest_w, mode)
+            s_k, ex = l1_sensitivity(transform, n, cand, first_w, rest_w, "tight" if mode == "reachable" else mode)
+            if mode == "reachable":
+                s_r, ex_r = reachable_sensitivity(
+                    transform, n, cand, self.preparation, self.bounds.width, self.bounds.step_bound
+                )
+                s_k, ex = (s_r, True) if ex_r else (np.minimum(s_r, s_k), False)
             sens.append(s_k)
             exact &= ex
         sensitivities = np.array(sens)  # (K, F)
         gamma = np.vectorize(lattice_step)(sensitivities / eps_fpa)
         noise_scales = (sensitivities + kind.released(k_candidates)[:, None] * gamma) / eps_fpa  # (K, F)
+        transform_k = kind(n, int(k_candidates.max()))
+        release, output = self._linear_maps(transform_k)
         self._set(
             transform=transform,
             sensitivity_mode=mode,
             k_private=fixed_k is None,
-            k_epsilon_share=share,
             k_candidates=k_candidates,
             k=fixed_k,
-            _transform=kind(n, int(k_candidates.max())),
+            _transform=transform_k,
+            _release=release,
+            _output=output,
             sensitivities=sensitivities,
-            sensitivity_exact=bool(exact and mode == "tight"),
+            sensitivity_exact=bool(exact and mode != "bound"),
             noise_scales=noise_scales,
             delta2=np.sqrt(first_w**2 + (n - 1) * rest_w**2),
         )
 
+    def _default_k(self, n: int, transform: str) -> int:
+        return default_k(n)
+
+    def _coefficient_share(self) -> float:
+        """The share of each feature's ε spent on the coefficients."""
+        return 1.0 - self.k_epsilon_share
+
     @abstractmethod
-    def _rest_width(self) -> _F64:
-        """How far every value of the perturbed chunk but the first may move between neighbours."""
+    def _box_widths(self) -> tuple[_F64, _F64]:
+        """How far the first and every other entry of the transformed vector may move between
+        neighbours inside the box (for the "bound" and "tight" modes)."""
 
     @abstractmethod
     def _prepare(self, x: _F64) -> tuple[_F64, int]:
-        """The chunk ``x̂`` the guarantee is stated on: the clipped chunk (and, for DCFPA, its
-        clipped differences), and the number of values clipped."""
+        """The chunk ``x̂`` the guarantee is stated on (clipped, and for Algorithm 1 differenced),
+        and the number of values the clipping changed."""
 
-    @abstractmethod
     def _checked(self, x: _F64) -> int:
         """How many values :meth:`_prepare` checks against the bounds (the clipped fraction's
         denominator)."""
+        return x.size
 
-    @abstractmethod
-    def _reconstruct(self, y: _F64) -> _F64:
-        """``x̂`` back to a chunk of values (the inverse of the differencing in :meth:`_prepare`)."""
+    def _clamp(self, x: _F64) -> tuple[_F64, int]:
+        """``x`` mapped into the chunks that can occur (values and steps), and how many changed."""
+        b = self.bounds
+        y = clamp_to_reachable(x, b.lo, b.hi, b.step_bound)
+        # summation rounding is not clipping
+        return y, int(np.count_nonzero(np.abs(y - x) > b.width * 1e-9))
+
+    def _vector(self, xh: _F64) -> _F64:
+        """The vector the transform applies to."""
+        return xh
+
+    def _linear_maps(self, t: LowPassTransform) -> tuple[_F64, _F64]:
+        """``W`` (m' × n), the released numbers as a linear map of the prepared chunk ``x̂``, and
+        ``R`` (n × m'), the output chunk as a linear map of the noisy released numbers.
+
+        Both are fixed by the public parameters: one product each per chunk replaces the
+        transform, the zero-padded inverse and the post-processing (cumulative sum, level), which
+        at small ``k`` cost far more in NumPy calls than in arithmetic."""
+        return t.matrix, t.inverse(np.eye(t.m))
+
+    def _row_scales(self, scale: _F64) -> _F64:
+        """The noise scale of every released row (broadcastable to ``(m', F)``) from the
+        coefficients' scale per feature."""
+        return scale
+
+    def _row_mask(self, mask: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """Which released rows carry a number, from the coefficients' release mask ``(m, F)``."""
+        return mask
 
     @abstractmethod
     def _deconstruct(self, values: _F64) -> _F64:
-        """A chunk of values to ``x̂`` (the differencing of :meth:`_prepare`, without clipping)."""
+        """A chunk of values back to the vector the transform applies to."""
 
     def arguments(self) -> dict[str, Any]:
-        args: dict[str, Any] = {
-            "epsilon": self.epsilon,
-            "bounds": self.bounds,
-            "chunk_length": self.chunk_length,
-            "transform": self.transform,
-            "k": "private" if self.k_private else self.k,
-            "sensitivity": self.sensitivity_mode,
-        }
-        if self.k_private:
-            args["k_epsilon_share"] = self.k_epsilon_share
+        args = super().arguments()
+        args["k"] = "private" if self.k_private else self.k
+        args["sensitivity"] = self.sensitivity_mode
+        if not self.k_private:
+            del args["k_epsilon_share"]
         return args
 
     @property
@@ -210,47 +264,46 @@ class FourierPerturbation(Mechanism):
         """Laplace scale λ per feature on every released coefficient (fixed k)."""
         return np.asarray(self.noise_scales[0])
 
-    def _choose_k(self, xh: _F64, rng: np.random.Generator) -> _I64:
+    def _choose_k(self, v: _F64, rng: RandomSource) -> _I64:
         """Exponential mechanism over the candidates: utility −(residual L2 norm + expected noise
         L2 norm), sensitivity Δ₂ (the truncation is an orthogonal projection), ε·share."""
         t = self._transform
-        total = np.sum(xh * xh, axis=0)
-        kept = t.kept_energy(xh, self.k_candidates.size)
+        total = np.sum(v * v, axis=0)
+        kept = t.kept_energy(v, self.k_candidates.size)
         noise_energy = t.noise_energy(self.noise_scales, self.k_candidates)
         residual = np.sqrt(np.maximum(total[None, :] - kept, 0.0))
         utility = -(residual + np.sqrt(noise_energy))  # (K, F)
-        eps_k = self.epsilon * self.k_epsilon_share
-        logits = eps_k * utility / (2.0 * self.delta2[None, :])
+        eps_k = self._noise_epsilons * self.k_epsilon_share
+        logits = eps_k[None, :] * utility / (2.0 * self.delta2[None, :])
         gumbel = rng.gumbel(size=logits.shape)
         return np.asarray(self.k_candidates[np.argmax(logits + gumbel, axis=0)], dtype=np.int64)
 
-    def privatize(self, x: _F64, rng: np.random.Generator) -> MechanismOutput:
+    def privatize(self, x: _F64, rng: RandomSource) -> MechanismOutput:
         arr = self._check_input(x)
         xh, n_clip = self._prepare(arr)
         y, ks = self.perturb(xh, rng)
-        return MechanismOutput(y, n_clip / self._checked(arr), ks)
+        return MechanismOutput(self._public_constants(y), n_clip / self._checked(arr), ks)
 
-    def perturb(self, xh: _F64, rng: np.random.Generator) -> tuple[_F64, _I64]:
-        """The perturbation proper, on an already clipped (and, for DCFPA, differenced) chunk ``x̂``:
-        the guarantee is stated for any two such chunks inside the box. Returns the output chunk
-        (after the inverse transform and, for DCFPA, the cumulative sum) and k per feature."""
+    def perturb(self, xh: _F64, rng: RandomSource) -> tuple[_F64, _I64]:
+        """The perturbation proper, on an already prepared chunk ``x̂`` (see :meth:`_prepare`):
+        the guarantee is stated for any two such chunks. Returns the output chunk and k per feature."""
         t = self._transform
-        c = t.forward(xh)
         n_feat = xh.shape[1]
         if self.k_private:
-            ks = self._choose_k(xh, rng)
+            ks = self._choose_k(self._vector(xh), rng)
             scale = self.noise_scales[ks - 1, np.arange(n_feat)]
-            mask: NDArray[np.bool_] | None = t.release_mask(ks)
+            mask: NDArray[np.bool_] | None = self._row_mask(t.release_mask(ks))
         else:
             ks = np.full(n_feat, t.k, dtype=np.int64)
             scale = self.noise_scale
             mask = None
-        return self._reconstruct(t.inverse(laplace_columns(rng, c, scale, mask))), ks
+        # every released number (the level and the coefficients) in one draw
+        noisy = laplace_columns(rng, self._release @ xh, self._row_scales(scale), mask)
+        return self._output @ noisy, ks
 
     def noiseless(self, xh: _F64) -> _F64:
         """What :meth:`perturb` would output without noise: truncation and reconstruction only."""
-        t = self._transform
-        return self._reconstruct(t.inverse(t.forward(xh)))
+        return np.asarray(self._output @ (self._release @ xh))
 
     def coefficients(self, values: _F64) -> _F64:
         """The released coefficients recovered from a perturbed chunk (post-processing is
@@ -266,79 +319,3 @@ class FourierPerturbation(Mechanism):
             "sensitivity": self.sensitivity_mode
             + ("" if self.sensitivity_mode == "bound" or self.sensitivity_exact else "-upper"),
         }
-
-
-class CFPA(FourierPerturbation):
-    """CFPA: chunk-based FPA on the values themselves (Bozkir et al.).
-
-    Guarantee: ε-DP per feature per chunk (unit of privacy: one chunk of one feature); every value
-    may move by ``hi - lo`` between neighbours, so ``Δ₂ = √n·(hi - lo)``. Parameters, noise and
-    ``k`` as in :class:`FourierPerturbation`.
-
-    Examples
-    --------
-    >>> from streamdp.privacy import default_profile
-    >>> CFPA(epsilon=1.0, bounds=default_profile(), chunk_length=32, transform="dct", k=4)
-    CFPA(epsilon=1.0, chunk_length=32, transform='dct', k=4, sensitivity='bound', bounds=<'default', 52 features>)
-    """
-
-    name: ClassVar[str] = "cfpa"
-    differences: ClassVar[bool] = False
-
-    def _rest_width(self) -> _F64:
-        return self.bounds.width
-
-    def _prepare(self, x: _F64) -> tuple[_F64, int]:
-        return self._clip(x)
-
-    def _checked(self, x: _F64) -> int:
-        return x.size
-
-    def _reconstruct(self, y: _F64) -> _F64:
-        return y
-
-    def _deconstruct(self, values: _F64) -> _F64:
-        return values
-
-
-class DCFPA(FourierPerturbation):
-    """DCFPA: difference- and chunk-based FPA (Bozkir et al. Algorithm 1), streamdp's default:
-    differences inside the chunk with the first value kept, FPA on them, cumulative sum.
-
-    Guarantee: ε-DP per feature per chunk (unit of privacy: one chunk of one feature); values are
-    clipped to ``[lo, hi]`` and differences to ``[-r, r]``, so the first value may move by
-    ``hi - lo`` and every difference by ``2r``: ``Δ₂ = √((hi - lo)² + (n - 1)(2r)²)``. Parameters,
-    noise and ``k`` as in :class:`FourierPerturbation`.
-
-    Examples
-    --------
-    >>> from streamdp.privacy import default_profile, secure_generator
-    >>> m = DCFPA(epsilon=1.0, bounds=default_profile(), chunk_length=64)
-    >>> m
-    DCFPA(epsilon=1.0, chunk_length=64, transform='dft', k=1, sensitivity='bound', bounds=<'default', 52 features>)
-    >>> m.privatize(np.tile(default_profile().lo, (64, 1)), secure_generator(0)).values.shape
-    (64, 52)
-    """
-
-    name: ClassVar[str] = "dcfpa"
-    differences: ClassVar[bool] = True
-
-    def _rest_width(self) -> _F64:
-        return 2.0 * self.bounds.step_bound
-
-    def _prepare(self, x: _F64) -> tuple[_F64, int]:
-        clipped, n_clip = self._clip(x)
-        d = np.diff(clipped, axis=0)
-        r = self.bounds.step_bound
-        dc = np.clip(d, -r, r)
-        n_clip += int(np.count_nonzero(dc != d))
-        return np.concatenate((clipped[:1], dc), axis=0), n_clip
-
-    def _checked(self, x: _F64) -> int:
-        return x.size + (x.size - x.shape[1])  # the values, and the differences
-
-    def _reconstruct(self, y: _F64) -> _F64:
-        return np.cumsum(y, axis=0)
-
-    def _deconstruct(self, values: _F64) -> _F64:
-        return np.concatenate((values[:1], np.diff(values, axis=0)), axis=0)

@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 from ...errors import InputError
 from ..bounds import BoundsProfile
 from ..noise import lattice_step
+from ..randomness import RandomSource
 from ..transforms import TRANSFORMS, make_transform
 from .base import BaseMechanism, MechanismOutput, laplace_columns
 from .validation import check_bounds, check_choice, check_epsilon, check_int, check_positive_int
@@ -93,7 +94,7 @@ class FPA(BaseMechanism):
         gamma = np.array([lattice_step(s / self.epsilon) for s in sens])
         return np.asarray((sens + t.m * gamma) / self.epsilon)
 
-    def privatize(self, x: _F64, rng: np.random.Generator) -> MechanismOutput:
+    def privatize(self, x: _F64, rng: RandomSource) -> MechanismOutput:
         """The perturbed signal.
 
         Raises

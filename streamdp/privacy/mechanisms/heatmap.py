@@ -8,7 +8,13 @@ most ``m√r/n`` in L2 and ``m·r/n`` in L1 (see :mod:`streamdp.privacy.heatmap`
 - Gaussian (Liu Theorem 3.4) checked against the exact privacy profile of the Gaussian mechanism
   (Balle & Wang 2018, Theorem 8); the larger σ is used: (ε, δ)-DP.
 
-Noise is drawn on a power-of-two lattice with the rounding charged to the sensitivity.
+Noise is drawn on a power-of-two lattice ``γℤ`` with the rounding charged to the sensitivity,
+per coordinate: rounding moves each of the ``r`` pixels by at most ``γ/2``, so neighbours differ
+by up to ``Δ₁ + r·γ`` (``Δ₂ + √r·γ``) after it. ``γ`` is the lattice of the *final* noise scale,
+the one the sampler uses: the scale solves ``b = (Δ₁ + r·γ(b))/ε``. The lattice's depth below
+the scale is chosen per mechanism so that the rounding charge (which grows with ``r/ε``) and the
+sampler's representation of the scale (which grows with the depth) together add as little noise
+as possible: a few millionths of ``Δ₁/ε`` for maps of thousands of pixels.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from numpy.typing import NDArray
 from scipy.special import log_ndtr
 
 from ...errors import InputError
-from ..noise import lattice_gaussian, lattice_laplace, lattice_step
+from ..exact_samplers import effective_scale
+from ..noise import LATTICE_BITS, lattice_gaussian, lattice_laplace, lattice_step
+from ..randomness import RandomSource
 from .base import BaseMechanism
 from .validation import check_epsilon, check_fraction, check_positive_int
 
@@ -53,6 +61,32 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
 def liu_gaussian_sigma(cap: int, n_observers: int, pixels: int, epsilon: float, delta: float) -> float:
     """σ of Liu et al. Theorem 3.4."""
     return cap / (n_observers * epsilon) * math.sqrt(pixels * (epsilon / 2.0 + math.log(pixels / delta)))
+
+
+def charged_laplace_scale(sensitivity: float, epsilon: float, pixels: int, lattice_bits: int) -> float:
+    """The smallest ``b`` with ``b ≥ (Δ₁ + r·γ(b))/ε``, ``γ(b)`` = ``lattice_step(b, lattice_bits)``.
+
+    ``γ`` depends on ``b`` only through ``⌊log₂ b⌋``; starting from ``Δ₁/ε`` each step can only
+    raise ``b``, and it stops as soon as the lattice no longer changes (at most a few steps)."""
+    b = sensitivity / epsilon
+    while True:
+        gamma = lattice_step(b, lattice_bits)
+        charged = (sensitivity + pixels * gamma) / epsilon
+        if lattice_step(charged, lattice_bits) == gamma:
+            return charged
+        b = charged
+
+
+def laplace_lattice_bits(sensitivity: float, epsilon: float, pixels: int) -> int:
+    """The lattice depth (in bits below the scale) that adds the least noise: the final scale,
+    as the sampler draws it (:func:`~streamdp.privacy.exact_samplers.effective_scale`)."""
+
+    def drawn(bits: int) -> float:
+        b = charged_laplace_scale(sensitivity, epsilon, pixels, bits)
+        gamma = lattice_step(b, bits)
+        return gamma * float(effective_scale(b / gamma))
+
+    return min(range(LATTICE_BITS, 39), key=drawn)
 
 
 def _check_shape(value: object) -> tuple[int, int]:
@@ -119,7 +153,7 @@ class HeatmapMechanism(BaseMechanism):
         return np.minimum(arr, self.cap).mean(axis=0)  # the cap is enforced here, whatever came in
 
     @abstractmethod
-    def privatize(self, maps: _F64, rng: np.random.Generator) -> _F64:
+    def privatize(self, maps: _F64, rng: RandomSource | np.random.Generator) -> _F64:
         """The noisy aggregate map (height, width) of ``maps`` (n_observers, height, width).
 
         Raises
@@ -138,7 +172,8 @@ class HeatmapMechanism(BaseMechanism):
 
 class HeatmapLaplace(HeatmapMechanism):
     """Liu et al.'s Laplace mechanism (Theorem 3.5): ε-DP per observer (unit of privacy: one
-    observer), discrete Laplace of scale ``b = (m·r/n + r·γ)/ε`` on every pixel.
+    observer), discrete Laplace of scale ``b = (m·r/n + r·γ)/ε`` on every pixel, ``γ`` the
+    lattice of ``b`` itself (see the module docstring).
 
     Parameters and errors as in :class:`HeatmapMechanism`.
 
@@ -152,18 +187,24 @@ class HeatmapLaplace(HeatmapMechanism):
     parameters: ClassVar[tuple[str, ...]] = ("epsilon", "cap", "n_observers", "shape")
 
     scale: float
+    lattice_bits: int
     noise_level: float
 
     def __init__(self, *, epsilon: float, cap: int, n_observers: int, shape: tuple[int, int]) -> None:
         super().__init__(epsilon=epsilon, cap=cap, n_observers=n_observers, shape=shape)
         sensitivity = self.cap * self.pixels / self.n_observers
-        gamma = lattice_step(sensitivity / self.epsilon)
-        scale = (sensitivity + self.pixels * gamma) / self.epsilon
+        bits = laplace_lattice_bits(sensitivity, self.epsilon, self.pixels)
+        scale = charged_laplace_scale(sensitivity, self.epsilon, self.pixels, bits)
         # noise_level: the paper's "noise level", the standard deviation √2·b
-        self._set(sensitivity=sensitivity, scale=scale, noise_level=math.sqrt(2.0) * scale)
+        self._set(sensitivity=sensitivity, scale=scale, lattice_bits=bits, noise_level=math.sqrt(2.0) * scale)
 
-    def privatize(self, maps: _F64, rng: np.random.Generator) -> _F64:
-        return lattice_laplace(rng, self._aggregate(maps), self.scale)
+    @property
+    def lattice(self) -> float:
+        """γ, the lattice of the final scale, on which the output lies."""
+        return lattice_step(self.scale, self.lattice_bits)
+
+    def privatize(self, maps: _F64, rng: RandomSource | np.random.Generator) -> _F64:
+        return lattice_laplace(rng, self._aggregate(maps), self.scale, self.lattice_bits)
 
 
 class HeatmapGaussian(HeatmapMechanism):
@@ -207,9 +248,14 @@ class HeatmapGaussian(HeatmapMechanism):
         d = check_fraction("delta", delta)
         sensitivity = self.cap * math.sqrt(self.pixels) / self.n_observers
         sigma_liu = liu_gaussian_sigma(self.cap, self.n_observers, self.pixels, self.epsilon, d)
-        gamma = lattice_step(sigma_liu)
-        charged = sensitivity + math.sqrt(self.pixels) * gamma
-        sigma_exact = analytic_gaussian_sigma(charged, self.epsilon, d)
+        # the lattice of the final σ: raising σ can only coarsen the lattice, so iterate to a fixed point
+        sigma, sigma_exact = sigma_liu, 0.0
+        while True:
+            charged = sensitivity + math.sqrt(self.pixels) * lattice_step(sigma)
+            sigma_exact = analytic_gaussian_sigma(charged, self.epsilon, d)
+            if lattice_step(max(sigma_liu, sigma_exact)) == lattice_step(sigma):
+                break
+            sigma = max(sigma_liu, sigma_exact)
         self._set(
             delta=d,
             sensitivity=sensitivity,
@@ -218,5 +264,5 @@ class HeatmapGaussian(HeatmapMechanism):
             sigma=max(sigma_liu, sigma_exact),
         )
 
-    def privatize(self, maps: _F64, rng: np.random.Generator) -> _F64:
+    def privatize(self, maps: _F64, rng: RandomSource | np.random.Generator) -> _F64:
         return lattice_gaussian(rng, self._aggregate(maps), self.sigma)

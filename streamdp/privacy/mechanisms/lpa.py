@@ -9,23 +9,28 @@ from numpy.typing import NDArray
 
 from ..bounds import BoundsProfile
 from ..noise import lattice_step
-from .base import Mechanism, MechanismOutput, laplace_columns
+from ..randomness import RandomSource
+from .base import MechanismOutput, laplace_columns
+from .budget import ChunkMechanism
 
 _F64 = NDArray[np.float64]
 
 
-class LPA(Mechanism):
+class LPA(ChunkMechanism):
     """LPA: discrete Laplace noise on every value of the chunk.
 
-    Guarantee: ε-DP per feature per chunk (unit of privacy: one chunk of one feature). Neighbouring
-    chunks may differ anywhere inside the bounds, so the L1 sensitivity of a feature's n values is
-    ``n·(hi - lo)`` (plus the lattice charge ``n·γ``) and the noise scale
-    ``λ = (n·(hi-lo) + n·γ)/ε``.
+    Guarantee: ε_f-DP per feature per chunk (unit of privacy: one chunk of one feature), the
+    chunk's features composing to the total ``epsilon``. Neighbouring chunks may differ anywhere
+    inside the bounds, so the L1 sensitivity of a feature's n values is ``n·(hi - lo)`` (plus the
+    lattice charge ``n·γ``) and the noise scale ``λ = (n·(hi-lo) + n·γ)/ε_f``.
 
     Parameters
     ----------
     epsilon : float
-        ε per feature per chunk, finite and > 0.
+        The total ε of one chunk, split over the features by the profile's weights
+        (:mod:`~streamdp.privacy.mechanisms.budget`).
+    epsilon_per_feature : float
+        Instead of ``epsilon``: the same ε for every released feature (the papers' convention).
     bounds : BoundsProfile
         The public bounds.
     chunk_length : int
@@ -46,31 +51,41 @@ class LPA(Mechanism):
     Examples
     --------
     >>> from streamdp.privacy import default_profile, secure_generator
-    >>> m = LPA(epsilon=1.0, bounds=default_profile(), chunk_length=32)
+    >>> m = LPA(epsilon=52.0, bounds=default_profile(), chunk_length=32)
     >>> m
-    LPA(epsilon=1.0, chunk_length=32, bounds=<'default', 52 features>)
+    LPA(epsilon=52.0, chunk_length=32, bounds=<'default', 52 features>)
+    >>> float(m.feature_epsilons[0])
+    1.0
     >>> out = m.privatize(np.zeros((32, 52)) + default_profile().lo, secure_generator(0))
     >>> out.values.shape
     (32, 52)
     """
 
     name: ClassVar[str] = "lpa"
-    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "bounds", "chunk_length")
-
     sensitivity: _F64
     noise_scale: _F64
 
-    def __init__(self, *, epsilon: float, bounds: BoundsProfile, chunk_length: int) -> None:
-        super().__init__(epsilon=epsilon, bounds=bounds, chunk_length=chunk_length)
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        epsilon_per_feature: float | None = None,
+        bounds: BoundsProfile,
+        chunk_length: int,
+    ) -> None:
+        super().__init__(
+            epsilon=epsilon, epsilon_per_feature=epsilon_per_feature, bounds=bounds, chunk_length=chunk_length
+        )
         n = self.chunk_length
+        eps = self._noise_epsilons
         sensitivity = n * self.bounds.width
-        gamma = np.array([lattice_step(s / self.epsilon) for s in sensitivity])
-        self._set(sensitivity=sensitivity, noise_scale=(sensitivity + n * gamma) / self.epsilon)
+        gamma = np.array([lattice_step(s / e) for s, e in zip(sensitivity, eps, strict=True)])
+        self._set(sensitivity=sensitivity, noise_scale=(sensitivity + n * gamma) / eps)
 
-    def privatize(self, x: _F64, rng: np.random.Generator) -> MechanismOutput:
+    def privatize(self, x: _F64, rng: RandomSource) -> MechanismOutput:
         arr = self._check_input(x)
         clipped, n_clip = self._clip(arr)
-        out = laplace_columns(rng, clipped, self.noise_scale)
+        out = self._public_constants(laplace_columns(rng, clipped, self.noise_scale))
         return MechanismOutput(out, n_clip / arr.size, np.full(arr.shape[1], self.chunk_length))
 
 

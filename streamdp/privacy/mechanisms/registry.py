@@ -11,14 +11,16 @@ from types import MappingProxyType
 from typing import Any
 
 from .base import Mechanism
-from .fourier import CFPA, DCFPA
+from .fourier_mechanisms import CFPA, DCFPA, DCFPABozkir
 from .fpa import FPA
 from .heatmap import HeatmapGaussian, HeatmapLaplace, HeatmapMechanism
 from .lpa import LPA
 from .steil import Steil
 
 #: the streaming chunk mechanisms (a chunk in, a perturbed chunk out), by ledger name
-MECHANISMS: Mapping[str, type[Mechanism]] = MappingProxyType({cls.name: cls for cls in (LPA, CFPA, DCFPA, Steil)})
+MECHANISMS: Mapping[str, type[Mechanism]] = MappingProxyType(
+    {cls.name: cls for cls in (LPA, CFPA, DCFPA, DCFPABozkir, Steil)}
+)
 
 #: the mechanisms that need the whole signal before releasing anything
 OFFLINE_MECHANISMS: Mapping[str, type[FPA]] = MappingProxyType({FPA.name: FPA})
@@ -45,8 +47,9 @@ def make_mechanism(name: str, **params: Any) -> Mechanism:
     Examples
     --------
     >>> from streamdp.privacy import default_profile
-    >>> make_mechanism("steil", epsilon=1.0, bounds=default_profile(), chunk_length=32).describe()
-    {'mechanism': 'steil', 'epsilon_per_feature': 1.0, 'chunk_length': 32, 'subsampling_window': 8}
+    >>> d = make_mechanism("steil", epsilon=52.0, bounds=default_profile(), chunk_length=32).describe()
+    >>> d["epsilon"], d["epsilon_per_feature"], d["weights"], d["subsampling_window"]
+    (52.0, 1.0, 'equal', 8)
     >>> make_mechanism("lpa", epsilon=1.0, bounds=default_profile(), chunk_length=32, k=3)
     Traceback (most recent call last):
     ...

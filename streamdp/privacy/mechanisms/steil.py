@@ -9,31 +9,41 @@ from numpy.typing import NDArray
 
 from ..bounds import BoundsProfile
 from ..noise import lattice_step
-from .base import Mechanism, MechanismOutput, laplace_columns
+from ..randomness import RandomSource
+from .base import MechanismOutput, laplace_columns
+from .budget import ChunkMechanism
 from .validation import check_int
 
 _F64 = NDArray[np.float64]
 
 
-class Steil(Mechanism):
+class Steil(ChunkMechanism):
     """Steil et al. 2019's mechanism with its subsampling window, as a baseline.
 
     Per feature and chunk, one step is drawn at random from each of the ``n/w`` non-overlapping
     windows of ``w`` steps, and the drawn values get the exponential mechanism with utility
-    ``-‖p − r‖₁`` and sensitivity ``Δu = (n/w)·(hi − lo)``. The density of that mechanism is
-    ``∝ exp(−ε‖p − r‖₁ / (2Δu))``: independent Laplace noise of scale ``2Δu/ε`` on each drawn value,
-    which is how streamdp samples it. (The paper draws one exponential scalar and spreads it with
-    random signs over all entries; that output has equal magnitudes everywhere, which is not the
-    stated density and is not differentially private, since its support depends on the input.)
-    The released chunk holds each drawn value over its window.
+    ``-‖p − r‖₁``, whose sensitivity is ``Δu = (n/w)·(hi − lo)`` (the drawn values may all move by
+    the range). The paper samples the density ``∝ exp(−ε‖p − r‖₁ / (2Δu))``: Laplace noise of scale
+    ``2Δu/ε`` on each drawn value. For this utility the exponential mechanism's factor 2 is not
+    needed: the density ratio between two inputs is at most ``exp(ε‖r − r'‖₁/(2Δu)) ≤ exp(ε/2)``,
+    so that scale is ε/2-DP, twice the noise. streamdp uses the exact scale, ``Δu/ε_f`` (the
+    Laplace mechanism on the drawn values, plus the lattice charge), which is ε_f-DP: half the
+    paper's noise at the same guarantee. (The paper also draws one exponential scalar and spreads
+    it with random signs over all entries; that output has equal magnitudes everywhere, which is
+    not the stated density and is not differentially private, since its support depends on the
+    input.) The released chunk holds each drawn value over its window. The random subsampling
+    gives no amplification here: neighbouring inputs may differ in every step.
 
-    Guarantee: ε-DP per feature per chunk (the exponential mechanism's; unit of privacy: one chunk
-    of one feature), for chunks in the bounds.
+    Guarantee: ε_f-DP per feature per chunk (unit of privacy: one chunk of one feature), the
+    chunk's features composing to the total ``epsilon``, for any two chunks (values are clipped
+    to the bounds first).
 
     Parameters
     ----------
     epsilon : float
-        ε per feature per chunk, finite and > 0.
+        The total ε of one chunk, split over the features by the profile's weights.
+    epsilon_per_feature : float
+        Instead of ``epsilon``: the same ε for every released feature (the papers' convention).
     bounds : BoundsProfile
         The public bounds.
     chunk_length : int
@@ -49,32 +59,42 @@ class Steil(Mechanism):
     Examples
     --------
     >>> from streamdp.privacy import default_profile
-    >>> Steil(epsilon=1.0, bounds=default_profile(), chunk_length=32, window=4)
-    Steil(epsilon=1.0, chunk_length=32, window=4, bounds=<'default', 52 features>)
+    >>> m = Steil(epsilon=52.0, bounds=default_profile(), chunk_length=32, window=4)
+    >>> m
+    Steil(epsilon=52.0, chunk_length=32, window=4, bounds=<'default', 52 features>)
+    >>> float(m.noise_scale[0] / m.sensitivity[0]).__round__(4)  # Δu/ε_f, ε_f = 1
+    1.0
     """
 
     name: ClassVar[str] = "steil"
-    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "bounds", "chunk_length", "window")
+    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "epsilon_per_feature", "bounds", "chunk_length", "window")
 
     window: int
     sensitivity: _F64
     noise_scale: _F64
 
-    def __init__(self, *, epsilon: float, bounds: BoundsProfile, chunk_length: int, window: int = 8) -> None:
-        super().__init__(epsilon=epsilon, bounds=bounds, chunk_length=chunk_length)
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        epsilon_per_feature: float | None = None,
+        bounds: BoundsProfile,
+        chunk_length: int,
+        window: int = 8,
+    ) -> None:
+        super().__init__(
+            epsilon=epsilon, epsilon_per_feature=epsilon_per_feature, bounds=bounds, chunk_length=chunk_length
+        )
         w = check_int("window", window)
         if w < 1 or self.chunk_length % w:
             raise ValueError(f"window must divide chunk_length {self.chunk_length}, got {w}")
         n_draw = self.chunk_length // w
+        eps = self._noise_epsilons
         sensitivity = n_draw * self.bounds.width
-        gamma = np.array([lattice_step(2 * s / self.epsilon) for s in sensitivity])
-        self._set(
-            window=w,
-            sensitivity=sensitivity,
-            noise_scale=(2.0 * (sensitivity + n_draw * gamma)) / self.epsilon,
-        )
+        gamma = np.array([lattice_step(s / e) for s, e in zip(sensitivity, eps, strict=True)])
+        self._set(window=w, sensitivity=sensitivity, noise_scale=(sensitivity + n_draw * gamma) / eps)
 
-    def privatize(self, x: _F64, rng: np.random.Generator) -> MechanismOutput:
+    def privatize(self, x: _F64, rng: RandomSource) -> MechanismOutput:
         arr = self._check_input(x)
         clipped, n_clip = self._clip(arr)
         n, f = arr.shape
@@ -82,7 +102,8 @@ class Steil(Mechanism):
         pick = rng.integers(0, self.window, size=(n_draw, f)) + (np.arange(n_draw) * self.window)[:, None]
         drawn = np.take_along_axis(clipped, pick, axis=0)
         noisy = laplace_columns(rng, drawn, self.noise_scale)
-        return MechanismOutput(np.repeat(noisy, self.window, axis=0), n_clip / arr.size, np.full(f, n_draw))
+        out = self._public_constants(np.repeat(noisy, self.window, axis=0))
+        return MechanismOutput(out, n_clip / arr.size, np.full(f, n_draw))
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "subsampling_window": self.window}

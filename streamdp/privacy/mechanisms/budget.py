@@ -1,0 +1,136 @@
+"""ε as users state it: a total per chunk, split over the features by the bounds profile's weights.
+
+Every streaming chunk mechanism takes exactly one of
+
+- ``epsilon``: the **total** ε of one chunk (all features together). Feature ``i`` gets
+  ``ε·wᵢ/Σw`` with the profile's weights ``w`` (equal by default, so ``ε/52``); the features of a
+  chunk compose sequentially, so the chunk costs ``ε``.
+- ``epsilon_per_feature``: the papers' convention, the same ε for every released feature; the
+  chunk then costs ``ε_f`` times the number of released features.
+
+A feature of weight 0 is dropped: it gets no ε and its released values are the public constant
+``(lo + hi)/2``. Giving both keywords, or neither, raises ``TypeError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..bounds import BoundsProfile
+from .base import Mechanism
+from .validation import check_bounds, check_epsilon
+
+_F64 = NDArray[np.float64]
+
+
+def split_epsilon(
+    epsilon: object, epsilon_per_feature: object, bounds: object
+) -> tuple[float, NDArray[np.float64]]:
+    """The total ε of a chunk and ε per feature (0 for a dropped feature).
+
+    Raises
+    ------
+    TypeError
+        Both or neither of ``epsilon`` and ``epsilon_per_feature``; a value of the wrong type.
+    ValueError
+        A value not finite and > 0.
+
+    Examples
+    --------
+    >>> from streamdp.privacy import default_profile
+    >>> total, per = split_epsilon(52.0, None, default_profile())
+    >>> total, float(per[0])
+    (52.0, 1.0)
+    >>> split_epsilon(None, 0.5, default_profile())[0]
+    26.0
+    >>> split_epsilon(1.0, 1.0, default_profile())
+    Traceback (most recent call last):
+    ...
+    TypeError: give epsilon (total per chunk) or epsilon_per_feature, not both
+    """
+    profile = check_bounds(bounds)
+    if epsilon is not None and epsilon_per_feature is not None:
+        raise TypeError("give epsilon (total per chunk) or epsilon_per_feature, not both")
+    w = profile.feature_weights
+    if epsilon_per_feature is not None:
+        e = check_epsilon("epsilon_per_feature", epsilon_per_feature)
+        per = np.where(w > 0, e, 0.0)
+        return float(e * np.count_nonzero(w > 0)), per
+    if epsilon is None:
+        raise TypeError("epsilon must be a real number (the total per chunk), got None")
+    total = check_epsilon("epsilon", epsilon)
+    return total, total * w / w.sum()
+
+
+class ChunkMechanism(Mechanism):
+    """A streaming chunk mechanism whose ε is a total per chunk split by the profile's weights
+    (or the papers' ε per feature, given explicitly). See the module docstring.
+
+    Attributes
+    ----------
+    epsilon : float
+        ε of one chunk, all features together.
+    feature_epsilons : ndarray
+        ε of each feature (0 where dropped), read-only; they sum to ``epsilon``.
+    """
+
+    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "epsilon_per_feature", "bounds", "chunk_length")
+
+    epsilon_per_feature: float | None
+    feature_epsilons: _F64
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        epsilon_per_feature: float | None = None,
+        bounds: BoundsProfile,
+        chunk_length: int,
+    ) -> None:
+        total, per = split_epsilon(epsilon, epsilon_per_feature, bounds)
+        super().__init__(epsilon=total, bounds=bounds, chunk_length=chunk_length)
+        given = None if epsilon_per_feature is None else float(epsilon_per_feature)
+        self._set(epsilon_per_feature=given, feature_epsilons=per)
+
+    @property
+    def epsilon_chunk(self) -> float:
+        """ε of one chunk: the total (the features compose sequentially)."""
+        return self.epsilon
+
+    @property
+    def _noise_epsilons(self) -> _F64:
+        """ε per feature to calibrate noise with: a dropped feature's noise is computed (with ε = 1,
+        so that every scale is finite) and then discarded."""
+        return np.where(self.bounds.released, self.feature_epsilons, 1.0)
+
+    def _public_constants(self, values: _F64) -> _F64:
+        """``values`` with every dropped feature set to its public constant."""
+        released = self.bounds.released
+        if released.all():
+            return values
+        return np.where(released, values, self.bounds.midpoint)
+
+    def arguments(self) -> dict[str, Any]:
+        args = {p: getattr(self, p) for p in self.parameters if p not in ("epsilon", "epsilon_per_feature")}
+        if self.epsilon_per_feature is None:
+            return {"epsilon": self.epsilon, **args}
+        return {"epsilon_per_feature": self.epsilon_per_feature, **args}
+
+    def describe(self) -> dict[str, Any]:
+        """The public parameters, for the ledger: the total ε of a chunk and ε per feature (one
+        number when every released feature gets the same, else one per feature)."""
+        released = self.bounds.released
+        per = self.feature_epsilons[released]
+        out: dict[str, Any] = {
+            "mechanism": self.name,
+            "epsilon": self.epsilon,
+            "epsilon_per_feature": float(per[0]) if np.all(per == per[0]) else self.feature_epsilons.tolist(),
+            "weights": self.bounds.weights_name,
+            "chunk_length": self.chunk_length,
+        }
+        if not released.all():
+            out["dropped_features"] = [n for n, r in zip(self.bounds.names, released, strict=True) if not r]
+        return out

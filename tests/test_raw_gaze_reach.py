@@ -1,0 +1,173 @@
+"""Issue #12 items 1 and 3: one raw sample reaches a public, bounded number of chunks, and the
+release schedule (how many releases, when) never depends on the gaze.
+
+Each variant runs through the real :class:`~streamdp.session.Session`, fed in slices of source
+time followed by ``advance_to`` (as the live timer does), with the same seed, so that two runs
+differ in a chunk only where their feature rows do. The bound is the ledger's own
+(:func:`~streamdp.privacy.reach.raw_gaze_reach`, stated by the privatizer)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+
+from streamdp import EventDetector
+from streamdp.config import SessionConfig
+from streamdp.events import EventBatch
+from streamdp.gaze import GazeBatch, GazeColumns
+from streamdp.privacy.reach import raw_gaze_reach
+from streamdp.readers import read_recording
+from streamdp.session import Session
+from streamdp.synthetic import generate
+
+from .conftest import shared
+
+CONFIG = SessionConfig(window=4.0, step=0.25, chunk_length=8, seed=3, reorder_window=0.1)
+REACH = raw_gaze_reach(window=4.0, step=0.25, chunk_length=8, max_event_duration=8.0)
+
+
+def _run(
+    gaze: GazeBatch, config: SessionConfig = CONFIG, slice_s: float = 0.1
+) -> tuple[list[float], list[np.ndarray], list[np.ndarray]]:
+    """(source time of the call that made each release, its step times, its values) through a
+    live-like session fed in slices of ``slice_s`` seconds of source time, each followed by
+    ``advance_to`` its end; releases made by the final flush have time inf."""
+    session = Session(config, source="probe")
+    cols = GazeColumns.from_batch(gaze)
+    when, ts, vals = [], [], []
+    edges = np.arange(np.floor(gaze.t[0] / slice_s) * slice_s, gaze.t[-1] + 2 * slice_s, slice_s)
+    for a, b in itertools.pairwise(edges.tolist()):
+        lo, hi = np.searchsorted(cols.t, [a, b])
+        part = cols.take(np.arange(lo, hi))
+        out = (session.update(part) if len(part) else []) + session.advance_to(b)
+        for r in out:
+            when.append(b)
+            ts.append(np.asarray(r.t))
+            vals.append(np.asarray(r.values))
+    for r in session.flush():
+        when.append(np.inf)
+        ts.append(np.asarray(r.t))
+        vals.append(np.asarray(r.values))
+    return when, ts, vals
+
+
+def _select(gaze: GazeBatch, keep: np.ndarray) -> GazeBatch:
+    def kept(value: object) -> object:
+        per_sample = isinstance(value, np.ndarray) and value.shape[:1] == gaze.t.shape
+        return value[keep] if per_sample else value
+
+    return type(gaze)(**{f.name: kept(getattr(gaze, f.name)) for f in dataclasses.fields(gaze)})
+
+
+def _with_gap(gaze: GazeBatch, a: float, b: float) -> GazeBatch:
+    return _select(gaze, (gaze.t < a) | (gaze.t >= b))
+
+
+@pytest.fixture(scope="module")
+def base():
+    gaze = generate(duration=40.0, rate=120.0, seed=5).recording.gaze
+    gaze = _with_gap(gaze, 1015.0, 1022.0)  # a 7 s gap, longer than the window
+    return gaze, _run(gaze)
+
+
+def _changed(a, b) -> int:
+    assert a[0] == b[0], "release times changed"
+    assert all(np.array_equal(x, y) for x, y in zip(a[1], b[1], strict=True)), "published t changed"
+    return sum(not np.array_equal(x, y) for x, y in zip(a[2], b[2], strict=True))
+
+
+@pytest.mark.parametrize("index", np.linspace(200, 3900, 12).astype(int).tolist())
+def test_one_sample_moved_changes_no_more_chunks_than_the_reach(base, index):
+    gaze, ref = base
+    x = gaze.x.copy()
+    x[index] += 0.05
+    conf = gaze.confidence.copy()
+    conf[index + 7] = 0.0
+    got = _run(dataclasses.replace(gaze, x=x, confidence=conf))
+    assert len(got[0]) == len(ref[0]) >= 4
+    assert _changed(got, ref) <= REACH.chunks_per_sample * 2  # two samples moved
+
+
+@pytest.mark.parametrize("t_insert", [1016.0, 1018.5, 1021.0])
+def test_a_sample_inside_a_gap_changes_neither_the_schedule_nor_more_than_the_reach(base, t_insert):
+    gaze, ref = base
+    i = int(np.searchsorted(gaze.t, t_insert))
+    one = gaze.slice(i - 1, i)
+    parts = [gaze.slice(0, i), dataclasses.replace(one, t=np.array([t_insert])), gaze.slice(i, len(gaze))]
+    got = _run(GazeBatch.concat(parts))
+    assert len(got[0]) == len(ref[0])
+    assert _changed(got, ref) <= REACH.chunks_per_sample
+
+
+def test_the_step_grid_is_public_time():
+    _, (_, ts, _) = None, _run(generate(duration=30.0, rate=120.0, seed=6, start_time=1000.37).recording.gaze)
+    for t in ts:
+        assert np.array_equal(t, np.rint(t / 0.25) * 0.25) and round(t[0] / 0.25) % 8 == 0
+
+
+# -- a real recording: cateyes, 298 s at 119 Hz, fixations up to 3 s (the audit's case: one
+# sample inside a 3 s fixation used to change 4 chunks at n = 32, against the ledger's 3)
+
+REAL = SessionConfig(window=30.0, step=0.5, chunk_length=32, seed=3, reorder_window=0.1)
+REAL_REACH = raw_gaze_reach(window=30.0, step=0.5, chunk_length=32, max_event_duration=8.0)
+
+
+@pytest.fixture(scope="module")
+def real():
+    gaze = read_recording(shared("cateyes_119hz", "test_data_full.csv")).gaze
+    det = EventDetector(max_event_duration=None)  # whole fixations, to find the longest
+    fx = EventBatch.concat([det.update(gaze), det.flush()]).fixations
+    longest = np.argsort(-fx.duration)[:3]
+    assert fx.duration[longest[0]] > 2.5
+    inside = np.searchsorted(gaze.t, (fx.start[longest] + fx.end[longest]) / 2).tolist()
+    return gaze, inside, _run(gaze, REAL)
+
+
+def test_one_sample_changed_inside_the_longest_real_fixations_stays_within_the_reach(real):
+    gaze, inside, ref = real
+    assert REAL_REACH.chunks_per_sample == 3 and len(ref[0]) == 16
+    changed = []
+    for index in inside:
+        x = gaze.x.copy()
+        x[index] += 0.05  # ≈ 5°: the fixation is broken in two
+        changed.append(_changed(_run(dataclasses.replace(gaze, x=x), REAL), ref))
+    changed.append(_changed(_run(_select(gaze, np.arange(len(gaze)) != inside[0] + 3), REAL), ref))  # deleted
+    assert max(changed) <= REAL_REACH.chunks_per_sample
+    assert max(changed) >= 2  # the change does reach across chunks: the bound is not vacuous
+
+
+# -- a 4 s fixation across a chunk's end no longer holds the chunk back
+
+
+def _with_fixation(gaze: GazeBatch, a: float, b: float) -> GazeBatch:
+    """``gaze`` with a steady fixation from ``a`` to ``b`` (jitter 0.0005, full confidence)."""
+    inside = (gaze.t >= a) & (gaze.t < b)
+    jitter = np.random.default_rng(0).normal(0.0, 0.0005, (2, int(inside.sum())))
+    x, y, conf = gaze.x.copy(), gaze.y.copy(), gaze.confidence.copy()
+    x[inside], y[inside], conf[inside] = 0.5 + jitter[0], 0.5 + jitter[1], 1.0
+    return dataclasses.replace(gaze, x=x, y=y, confidence=conf)
+
+
+def test_a_4s_fixation_does_not_delay_a_release_past_its_deadline():
+    gaze = generate(duration=20.0, rate=120.0, seed=8).recording.gaze
+    # chunks of 8 steps of 0.25 s end at 1009.75 and 1011.75: the fixation spans both, inside
+    # the public block [1008, 1016)
+    held = _with_fixation(gaze, 1008.5, 1012.5)
+    det = EventDetector()
+    fx = EventBatch.concat([det.update(held), det.flush()]).fixations
+    long = fx.duration > 3.9
+    assert long.sum() == 1 and fx.start[long][0] < 1009.75 and fx.end[long][0] > 1011.75
+    slice_s = 0.01
+    when, ts, _ = _run(held, slice_s=slice_s)
+    assert len(when) >= 6 and np.isfinite(when).sum() >= 5
+    for b, t in zip(when, ts, strict=True):
+        if not np.isfinite(b):
+            continue  # released by the flush at the end of the stream
+        deadline = float(t[-1]) + CONFIG.reorder_window + CONFIG.deadline_slack
+        # released by the first clock tick past the deadline: not before, and not later
+        assert b - slice_s <= deadline < b, (float(t[-1]), b)
+    # and at the same moments as without the fixation: the schedule is public
+    assert _run(gaze, slice_s=slice_s)[0] == when
