@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix, diags, vstack
 
 from .transforms import make_transform
 
@@ -109,13 +108,19 @@ def clamp_to_reachable(x: _F64, lo: _F64, hi: _F64, r: _F64) -> _F64:
 
 
 @functools.lru_cache(maxsize=64)
-def _step_constraints(n: int) -> csr_matrix:
+def _step_constraints(n: int) -> Any:
+    # scipy.sparse and scipy.optimize are imported here, when a sensitivity is first solved
+    # (then cached): the relay and the Capture plugin do not carry them otherwise
+    from scipy.sparse import csr_matrix, diags, vstack
+
     d = diags([-np.ones(n - 1), np.ones(n - 1)], [0, 1], shape=(n - 1, n), format="csr")
     return csr_matrix(vstack([d, -d]))
 
 
 def _lp_max(direction: _F64, rho: float) -> float:
     """``max vᵀy`` over ``|yᵢ| ≤ 1``, ``|yᵢ₊₁ − yᵢ| ≤ rho``, rounded up by :data:`LP_MARGIN`."""
+    from scipy.optimize import linprog
+
     n = direction.size
     res = linprog(
         -direction,
