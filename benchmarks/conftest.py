@@ -26,7 +26,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             groups.setdefault(bench.group or bench.name, {})[role] = bench
     lines = []
     for group, roles in sorted(groups.items()):
-        if "baseline" in roles and "candidate" in roles:
+        if "baseline" in roles and "candidate" in roles and all(r.stats.rounds for r in roles.values()):
             base, cand = roles["baseline"], roles["candidate"]
             target = cand.extra_info.get("target", "")
             if "cpu_s" in base.extra_info and "cpu_s" in cand.extra_info:
@@ -36,7 +36,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 b, c, what = base.stats.median, cand.stats.median, "median"
             lines.append(f"{group}: baseline/candidate = {b / c:.2f}x ({what} {b:.4g}s vs {c:.4g}s) {target}")
     for bench in session.benchmarks:
-        if "target" in bench.extra_info and not bench.extra_info.get("role"):
+        if "target" in bench.extra_info and not bench.extra_info.get("role") and bench.stats.rounds:
             lines.append(f"{bench.name}: median {bench.stats.median:.4g}s {bench.extra_info['target']}")
     if lines:
         terminalreporter.section("streamdp benchmark ratios")
