@@ -293,7 +293,7 @@ def test_pupil_remote_commands_answer_as_capture_does():
 
 
 def test_simulator_publishes_capture_datums_with_their_field_names_and_types():
-    with CaptureSimulator(SYN, speed=0) as sim:
+    with CaptureSimulator(SYN, speed=0, **LOSSLESS) as sim:  # waits for this subscriber
         sub = zmq.Context.instance().socket(zmq.SUB)
         sub.linger = 0
         sub.connect(f"tcp://127.0.0.1:{sim.ports.sub}")
@@ -361,7 +361,7 @@ def test_sigterm_mid_chunk_stops_the_relay_cleanly_without_a_partial_chunk(tmp_p
 
 def test_to_backbone_publishes_releases_onto_captures_backbone_for_its_recorder():
     sink = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=True)
-    sim = CaptureSimulator(SYN, speed=0)
+    sim = CaptureSimulator(SYN, speed=0, **LOSSLESS)
     sim.start()
     backbone = zmq.Context.instance().socket(zmq.SUB)
     backbone.linger = 0
