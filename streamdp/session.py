@@ -161,9 +161,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         late = self._order.late
         self._order.hold(item)
         self.counters.late += self._order.late - late
-        if self._order.clock - self._order.window < self._feed_at:
-            # nothing can be emitted before the ordered gaze reaches the next step or deadline:
-            # the stages run once per step, not once per burst (their output is split-invariant)
+        if self._before_next_feed(self._order.clock):
             return out
         return out + self._feed(self._order.release()) + self._advance_pipeline()
 
@@ -182,21 +180,20 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         if isinstance(t_source, bool) or not isinstance(t_source, (int, float, np.integer, np.floating)):
             raise TypeError(f"t_source must be a number, got {t_source!r}")
         t = float(t_source)
-        held = self._decoded()  # what the decoder holds comes first
-        if held:
-            return held + self.advance_to(t)
+        out = self._decoded()  # what the decoder holds comes first
         if self._order is None:
-            out = self._guarded(lambda: self.pipeline.advance(t))
-            self._after(out)
-            return out
-        return self._feed(self._order.advance(t)) + self._advance_pipeline()
+            advanced = self._guarded(lambda: self.pipeline.advance(t))
+            self._after(advanced)
+            return out + advanced
+        return out + self._feed(self._order.advance(t)) + self._advance_pipeline()
 
     @property
     def newest_gaze(self) -> float | None:
         """Source time of the newest gaze received live (None before any, or for a recording)."""
-        if self._order is None or not math.isfinite(self._order.clock):
+        if self._order is None:
             return None
-        return self._order.clock
+        newest = max(self._order.clock, self.decoder.pending_newest)  # decoded, maybe not yet fed
+        return newest if math.isfinite(newest) else None
 
     @property
     def next_deadline(self) -> float | None:
@@ -271,7 +268,14 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             return False
         if dec.pending_oldest < order.released_until - order.restart_after:
             return False  # a clock that went back: a new segment, now
-        return max(order.clock, dec.pending_newest) - order.window < self._feed_at
+        return self._before_next_feed(max(order.clock, dec.pending_newest))
+
+    def _before_next_feed(self, newest: float) -> bool:
+        """Whether gaze up to ``newest`` leaves the ordered gaze short of the next grid step or
+        deadline: the stages could emit nothing from it yet, so they run once per step, not
+        once per burst (their output is split-invariant, so this changes when, not what)."""
+        assert self._order is not None
+        return newest - self._order.window < self._feed_at
 
     def receive(
         self, gaze: GazeColumns, blinks: BlinkEvents | None = None, *, invalid: int = 0
