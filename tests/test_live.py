@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import msgpack
 import numpy as np
@@ -24,6 +25,7 @@ from streamdp.network.simulator import CaptureSimulator
 from streamdp.network.sink import ReleasePublisher
 from streamdp.network.subscriber import connect_subscriber
 from streamdp.pipeline import FeaturePipeline
+from streamdp.pupil_wire.encode import capture_datums, encode
 from streamdp.readers import read_recording
 from streamdp.session import Session
 from streamdp.stages.schedule import ReleaseSchedule
@@ -394,3 +396,39 @@ def test_relay_with_captures_blinks_equals_the_offline_pipeline_with_the_recordi
     for msg, rel in zip(got, want, strict=False):
         np.testing.assert_array_equal(np.array(msg["values"]), rel.values)
     assert relay.counters.invalid == 0
+
+
+def test_a_relay_behind_captures_clock_sheds_the_queued_backlog_and_counts_it():
+    # a flood: Capture's clock is already 10 s past the gaze queued for the relay
+    gaze = [encode(d) for _, d in capture_datums(SYN) if d["topic"].startswith("gaze.")][:3000]
+    ctx = zmq.Context.instance()
+    pub = ctx.socket(zmq.PUB)
+    pub.linger = 0
+    pub.sndhwm = 0
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    sub = ctx.socket(zmq.SUB)
+    sub.linger = 0
+    sub.rcvhwm = 0
+    sub.connect(f"tcp://127.0.0.1:{port}")
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    relay = Relay(Session(_config(), sinks=[]), max_backlog=2.0)
+    try:
+        while not sub.poll(50):  # until the subscription has reached the publisher
+            pub.send_multipart([b"probe", b""])
+        pub.send_multipart([b"last probe", b""])
+        while sub.poll(5000) and sub.recv_multipart()[0] != b"last probe":
+            pass  # in order: every probe is read once the last one is
+        relay._sub = sub
+        first_time = msgpack.unpackb(gaze[0][1])["timestamp"]
+        relay._clock_offset = first_time + 10.0 - time.monotonic()
+        for frames in gaze:
+            pub.send_multipart(frames)
+        c = relay.counters
+        while c.received + c.shed < len(gaze) and sub.poll(5000):
+            relay._drain(limit=100)  # each drain reads 100, then finds itself behind and sheds
+        c = relay.counters
+        assert c.shed > 0 and c.received + c.shed == len(gaze) and c.received < len(gaze) / 2
+        assert relay.status().shed == c.shed  # counted on the owner's status, never published
+    finally:
+        sub.close(linger=0)
+        pub.close(linger=0)
