@@ -122,7 +122,9 @@ def test_t_is_the_datas_clock_standing_until_playback_and_running_after():
 
 
 def test_by_default_it_plays_at_once_and_a_stalled_subscriber_loses_messages_as_with_capture():
-    rec = generate(duration=60.0, rate=200.0, seed=3).recording
+    # long enough that what the queues and the kernel's socket buffers hold (~17k small messages
+    # on loopback) is well under half of it
+    rec = generate(duration=180.0, rate=200.0, seed=3).recording
     sub = zmq.Context.instance().socket(zmq.SUB)
     sub.linger = 0
     sub.rcvhwm = 1000  # ZeroMQ's default, as an app's
