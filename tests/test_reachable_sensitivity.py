@@ -13,13 +13,16 @@ from streamdp.privacy import default_profile, make_mechanism, secure_generator
 from streamdp.privacy.bounds import WEIGHTS_PROFILES, weights_profile
 from streamdp.privacy.mechanisms import DCFPA, LPA, DCFPABozkir, Steil, dcfpa, dcfpa_bozkir
 from streamdp.privacy.sensitivity import (
+    MAX_ENUMERATED,
     PREPARATIONS,
     clamp_to_reachable,
     reachable_sensitivity,
     release_matrix,
+    tube_maxima,
     unit_reachable_sensitivity,
 )
 from streamdp.privacy.transforms import l1_sensitivity
+from streamdp.signals import SIGNALS
 
 B = default_profile()
 
@@ -59,6 +62,107 @@ def test_reachable_sensitivity_equals_brute_force_on_a_grid_holding_every_vertex
 
 def make_max_k(kind: str, n: int) -> int:
     return n // 2 if kind == "dft" else n
+
+
+def _lp_max(v: np.ndarray, rho: float) -> float:
+    """The reference: ``max vᵀy`` over ``|yᵢ| ≤ 1``, ``|yᵢ₊₁ − yᵢ| ≤ rho`` by HiGHS."""
+    from scipy.optimize import linprog
+
+    n = v.size
+    steps = np.diff(np.eye(n), axis=0)  # row i: y_{i+1} − y_i
+    res = linprog(-v, A_ub=np.vstack((steps, -steps)), b_ub=np.full(2 * (n - 1), rho), bounds=(-1, 1), method="highs")
+    assert res.status == 0, res.message
+    return -float(res.fun)
+
+
+def _shipped_rhos() -> list[float]:
+    """The normalized step bounds ``ρ = r/h`` of the shipped profiles' features (ρ < 2 binds)."""
+    rhos: set[float] = set()
+    for signal in SIGNALS.values():
+        b = signal.bounds_profile()
+        rhos.update((2.0 * b.step_bound / b.width).tolist())
+    return sorted(r for r in rhos if r < 2.0)
+
+
+def test_the_shipped_profiles_have_step_bounds_that_bind():
+    # else the comparisons below would test the box only
+    assert len(_shipped_rhos()) >= 10
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 17, 64])
+def test_the_dynamic_programme_equals_the_linear_programme(n):
+    rng = np.random.default_rng(n)
+    rhos = [0.01, 0.37, 1.0, 1.99, 2.0 / (n - 1) if n > 1 else 1.0, *rng.uniform(0.001, 2.5, 4)]
+    for rho in rhos:
+        # dense, sparse and integer directions (ties between breakpoints and flat tops)
+        v = np.vstack((rng.normal(size=(3, n)), rng.normal(size=(2, n)) * (rng.random((2, n)) < 0.3)))
+        v = np.vstack((v, rng.integers(-2, 3, size=(2, n)).astype(float)))
+        got = tube_maxima(v, float(rho))
+        want = np.array([_lp_max(row, float(rho)) for row in v])
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-8 * max(1.0, np.abs(v).sum()))
+
+
+def test_the_dynamic_programme_is_refused_without_a_step_bound():
+    with pytest.raises(ValueError, match=r"rho must be > 0, got 0\.0"):
+        tube_maxima(np.ones((1, 4)), 0.0)
+    with pytest.raises(ValueError, match="directions must be a non-empty"):
+        tube_maxima(np.ones(4), 0.5)
+
+
+def _lp_unit(kind: str, n: int, k: int, prep: str, rho: float) -> float:
+    b = release_matrix(kind, n, k, prep)
+    signs = itertools.product((1.0, -1.0), repeat=b.shape[0] - 1)
+    return max(_lp_max(np.array((1.0, *s)) @ b, rho) for s in signs)
+
+
+def _sample_of_settings(count: int) -> list[tuple[str, int, int, str, float]]:
+    """(kind, n, k, preparation, ρ): every chunk length a mechanism takes up to 256, the k with an
+    exact reachable sensitivity, the shipped profiles' ρ; a fixed pseudo-random sample."""
+    rng = np.random.default_rng(2024)
+    rhos = _shipped_rhos()
+    out = []
+    for _ in range(count):
+        kind = ("dft", "dct")[rng.integers(2)]
+        n = int(2 ** rng.integers(1, 9))
+        k_max = min(n // 2 if kind == "dft" else n, (MAX_ENUMERATED + 1) // 2 if kind == "dft" else MAX_ENUMERATED)
+        # k = 1 is every mechanism's default: half the sample
+        k = 1 if rng.random() < 0.5 else int(rng.integers(1, k_max + 1))
+        if n > 64:  # the reference solves 2^(m-1) programmes: keep the big ones few
+            k = min(k, 2)
+        out.append((kind, n, k, PREPARATIONS[rng.integers(3)], rhos[rng.integers(len(rhos))]))
+    return out
+
+
+#: the most released numbers with an exact sensitivity, at chunk lengths the mechanisms take
+_LARGEST_EXACT = [
+    ("dft", 32, 4, "differences", 0.13404444444444444),
+    ("dft", 64, 3, "first-and-differences", 0.5),
+    ("dct", 64, 8, "values", 0.0676923076923077),
+    ("dct", 32, 5, "differences", 0.24),
+]
+
+
+@pytest.mark.parametrize(("kind", "n", "k", "prep", "rho"), _sample_of_settings(40) + _LARGEST_EXACT)
+def test_the_unit_sensitivity_is_the_linear_programmes_rounded_up(kind, n, k, prep, rho):
+    got, exact = unit_reachable_sensitivity(kind, n, k, prep, rho)
+    want = _lp_unit(kind, n, k, prep, rho)
+    assert exact
+    assert got >= want  # never below the solver's optimum
+    assert got <= want * (1 + 2e-6) + 1e-7
+
+
+@pytest.mark.parametrize(
+    ("kind", "prep"), [("dft", "first-and-differences"), ("dft", "differences"), ("dct", "differences")]
+)
+@pytest.mark.parametrize("n", [2, 8, 64, 256])
+def test_k1_has_its_closed_form(kind, prep, n):
+    # k = 1 releases the DC term: the last value (Algorithm 1) or last − first (DCFPA), times
+    # 1/√n for the orthonormal DCT: 1 and min(2, (n − 1)·ρ)
+    scale = 1.0 if kind == "dft" else 1.0 / np.sqrt(n)
+    for rho in _shipped_rhos():
+        got, exact = unit_reachable_sensitivity(kind, n, 1, prep, rho)
+        closed = scale * (1.0 if prep == "first-and-differences" else min(2.0, (n - 1) * rho))
+        assert exact and closed <= got <= closed * (1 + 2e-6) + 1e-8
 
 
 @pytest.mark.parametrize(("n", "r"), [(3, 0.3), (4, 0.37)])

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
-import scipy.fft
 from numpy.typing import NDArray
 
 _F64 = NDArray[np.float64]
@@ -154,12 +153,18 @@ class DCT(LowPassTransform):
         return self.k
 
     def forward(self, x: _F64) -> _F64:
-        return np.asarray(scipy.fft.dct(x, type=2, norm="ortho", axis=0)[: self.k])
+        # scipy.fft (with scipy.special, ~20 MB) is imported only when a DCT is used: the default
+        # DFT mechanisms in the relay and the Capture plugin do not carry it
+        from scipy.fft import dct
+
+        return np.asarray(dct(x, type=2, norm="ortho", axis=0)[: self.k])
 
     def inverse(self, c: _F64) -> _F64:
+        from scipy.fft import idct
+
         full = np.zeros((self.n, *c.shape[1:]))
         full[: self.k] = c
-        return np.asarray(scipy.fft.idct(full, type=2, norm="ortho", axis=0))
+        return np.asarray(idct(full, type=2, norm="ortho", axis=0))
 
     def l2_gain(self) -> float:
         # orthonormal: ‖C^k d‖₂ ≤ ‖d‖₂, and ‖·‖₁ ≤ √k‖·‖₂
@@ -177,7 +182,9 @@ class DCT(LowPassTransform):
         return np.asarray(np.arange(self.m)[:, None] < ks[None, :])
 
     def kept_energy(self, x: _F64, count: int) -> _F64:
-        c = scipy.fft.dct(x, type=2, norm="ortho", axis=0)
+        from scipy.fft import dct
+
+        c = dct(x, type=2, norm="ortho", axis=0)
         return np.asarray(np.cumsum(c * c, axis=0)[:count])
 
     def noise_energy(self, scales: _F64, ks: _I64) -> _F64:
@@ -230,7 +237,19 @@ def _vertex_table(kind: str, n: int, k: int) -> tuple[_F64, _F64] | None:
         at_s = np.abs(signs @ a)  # (B, n)
         p[idx] = at_s[:, 0]
         q[idx] = at_s[:, 1:].sum(axis=1)
-    return p, q
+    return _pareto_front(p, q)
+
+
+def _pareto_front(p: _F64, q: _F64) -> tuple[_F64, _F64]:
+    """The points ``(p, q)`` no other point matches or beats in both coordinates. For weights
+    ``w₀, w ≥ 0`` the maximum of ``w₀·p + w·q`` is reached on them, to the bit: a dominated
+    point cannot give more, floating-point products and sums being monotone."""
+    order = np.lexsort((-q, -p))  # p descending, then q descending
+    p, q = p[order], q[order]
+    # keep a point when its q beats every q of the points with a larger (or equal) p before it
+    best_before = np.maximum.accumulate(np.concatenate(([-np.inf], q[:-1])))
+    keep = q > best_before
+    return np.ascontiguousarray(p[keep]), np.ascontiguousarray(q[keep])
 
 
 def l1_sensitivity(kind: str, n: int, k: int, first_width: _F64, rest_width: _F64, mode: str) -> tuple[_F64, bool]:

@@ -25,7 +25,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import log_ndtr
 
 from ...errors import InputError
 from ..exact_samplers import effective_scale
@@ -39,6 +38,9 @@ _F64 = NDArray[np.float64]
 
 def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
     """Exact δ of the Gaussian mechanism at ε (Balle & Wang 2018, Theorem 8)."""
+    # scipy.special is imported on first use: the relay's mechanisms never need it
+    from scipy.special import log_ndtr
+
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     return float(math.exp(log_ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b)))
