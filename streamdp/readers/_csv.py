@@ -1,18 +1,20 @@
 """CSV columns as NumPy arrays, every bad cell named by file, row (the header is row 1; with no
 header the first row is row 1) and column.
 
-With pandas (the ``pandas`` extra) a file is parsed by its C engine, numbers converted exactly as
-Python's ``float`` does, and only a column that is not all
-numbers is looked at cell by cell, to name the first bad one. Files the C engine would read
-differently from Python's :mod:`csv` (quotes, rows of another length than the header, a byte order
-mark) and every file when pandas is absent are read with :mod:`csv`: the same values and the same
-messages, only slower.
+A file is parsed by a C parser where one is installed: pyarrow's (the ``parquet`` extra, from a
+memory map; see :mod:`._csv_arrow`), else pandas' C engine (the ``pandas`` extra). Numbers are
+converted exactly as Python's ``float`` does; a file such a parser would read differently from
+Python's :mod:`csv` (for pyarrow: rows of another length than the header, a byte order mark, a cell
+``float`` refuses; for pandas also quotes and boolean words) is read with :mod:`csv`, as is every
+file when neither is installed: the same values and the same messages (a bad cell named by row
+and column), only slower. tests/test_csv_engines.py holds the engines to this.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InputError
+from ._csv_arrow import read_columns
 
 
 def _pandas() -> Any:
@@ -42,27 +45,54 @@ def _precision(pd: Any) -> dict[str, str]:
 _F64 = NDArray[np.float64]
 
 
-def _splits_as_csv_module(raw: bytes, delimiter: str, fields: int, rows: int) -> bool:
-    """Whether pandas, which read ``rows`` rows (header included) from ``raw``, split it as the
-    csv module does: no quotes or byte order mark, no lone ``\r`` and no whitespace-only line
-    (pandas skips those, the csv module reads them as rows), and every line ``fields`` fields
-    long (pandas refuses longer lines; with the delimiter count right, none is shorter)."""
-    if b'"' in raw or raw.startswith(b"\xef\xbb\xbf"):
+def _splits_as_csv_module(raw: bytes, delimiter: str, fields: int, rows: int, has_header: bool) -> bool:
+    """Whether pandas, which read ``rows`` rows (header included) from ``raw``, split and
+    converted it as the csv module and ``float`` do: no quote, byte order mark or boolean word
+    (pandas reads TRUE as 1.0), no lone ``\\r`` and no whitespace-only line (pandas skips those,
+    the csv module reads them as rows), and every line not empty ``fields`` fields long (pandas
+    pads short rows, and with ``usecols`` reads longer ones)."""
+    body = raw.find(b"\n") + 1 if has_header else 0
+    if b'"' in raw or raw.startswith(b"\xef\xbb\xbf") or _has_boolean_word(raw, body):
         return False
     data = np.frombuffer(raw, dtype=np.uint8)
-    if b"\r" in raw:
-        cr = np.flatnonzero(data == 0x0D)
-        if cr[-1] + 1 >= data.shape[0] or not np.all(data[cr + 1] == 0x0A):
-            return False
-    starts = np.flatnonzero(data[:-1] == 0x0A) + 1
-    for start in starts[np.isin(data[starts], _BLANKS)].tolist():
+    n = data.shape[0]
+    ends = np.flatnonzero(data == 0x0A)
+    if ends.size == 0 or ends[-1] != n - 1:
+        ends = np.append(ends, n)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    cr_end = (ends > starts) & (data[np.maximum(ends - 1, 0)] == 0x0D)
+    if b"\r" in raw and (data[-1] == 0x0D or np.count_nonzero(data == 0x0D) != np.count_nonzero(cr_end)):
+        return False  # a \r not before a \n
+    length = ends - starts - cr_end
+    first = data[np.minimum(starts, n - 1)]
+    for start in starts[(length > 0) & np.isin(first, _BLANKS)].tolist():
         end = raw.find(b"\n", start)
-        if not raw[start : end if end >= 0 else len(raw)].strip(b" \t\f\v\r"):
+        if not raw[start : end if end >= 0 else n].strip(b" \t\f\v\r"):
             return False
-    return int(np.count_nonzero(data == ord(delimiter))) == (fields - 1) * rows
+    delimiters = np.diff(np.searchsorted(np.flatnonzero(data == ord(delimiter)), ends), prepend=0)
+    return bool(np.all(delimiters[length > 0] == fields - 1)) and int(np.count_nonzero(length > 0)) == rows
+
+
+def _has_boolean_word(raw: bytes, body: int) -> bool:
+    """Whether a cell could be True, TRUE, true, False, FALSE or false: looked for only when a
+    u or an l is in the ``body`` (one fast scan each), the words themselves being slow to find."""
+    if all(raw.find(c, body) < 0 for c in (b"u", b"U", b"l", b"L")):
+        return False
+    return any(w in raw for w in (b"rue", b"RUE", b"alse", b"ALSE"))
 
 
 _BLANKS = np.frombuffer(b" \t\f\v", dtype=np.uint8)
+
+
+ENGINES = ("auto", "pyarrow", "pandas", "python")
+
+#: below this size "auto" uses a C parser only if it is already imported: importing pyarrow takes
+#: ~0.2 s (pandas ~0.35 s), what the csv module takes for ~10 MB
+C_PARSER_MIN_BYTES = 8 << 20
+
+
+def _worth_it(engine: str, size: int, module: str) -> bool:
+    return engine != "auto" or size >= C_PARSER_MIN_BYTES or module in sys.modules
 
 
 class Table:
@@ -75,16 +105,28 @@ class Table:
     """
 
     def __init__(
-        self, path: Path, header: list[str], rows: list[list[str]] | None, frame: Any, *, delimiter: str, start: int
+        self,
+        path: Path,
+        header: list[str],
+        rows: list[list[str]] | None,
+        parsed: dict[str, NDArray[Any]],
+        *,
+        delimiter: str,
+        start: int,
+        n_rows: int,
+        parser: str,
     ) -> None:
         self.path = path
         self.header = header
         self._rows = rows
-        self._frame = frame
+        #: columns a C parser read: float64 (as ``float`` reads the cells) or object arrays of str
+        self._parsed = parsed
         self._delimiter = delimiter
         #: the file's row number of the first data row
         self.start = start
-        self.n_rows = len(rows) if rows is not None else len(frame)
+        self.n_rows = n_rows
+        #: what parsed the file: "pyarrow", "pandas" or "python" (the csv module)
+        self.parser = parser
 
     @staticmethod
     def header_of(path: Path, *, delimiter: str = ",", has_header: bool = True) -> list[str]:
@@ -108,55 +150,71 @@ class Table:
     ) -> Table:
         """Read ``path``; ``wanted`` columns only (all when None), those in ``text`` as strings.
         Without a header, columns are named ``"0"``, ``"1"``… (their 0-based position).
-        ``engine="python"`` reads with the csv module even where pandas could."""
+
+        ``engine``: ``"auto"`` tries pyarrow, then pandas (each for a file of at least
+        ``C_PARSER_MIN_BYTES`` or once imported), then the csv module; ``"pyarrow"`` or
+        ``"pandas"`` that one, then the csv module; ``"python"`` the csv module only. Every engine
+        gives the same values and messages.
+
+        Raises
+        ------
+        InputError
+            The file is empty or misses a required column.
+        ValueError
+            ``engine`` is none of ``ENGINES``.
+        """
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
         path = Path(path)
         required = tuple(required)
-        raw = path.read_bytes()
-        line_end = raw.find(b"\n")
-        line = raw[: line_end if line_end >= 0 else len(raw)].decode(errors="replace")
-        first = next(csv.reader([line.rstrip("\r")], delimiter=delimiter), [])
-        if not raw:
+        with open(path, "rb") as fh:
+            line = fh.readline()
+        if not line:
             raise InputError(f"{path}: empty file, expected a header with {', '.join(required)}")
+        first = next(csv.reader([line.decode(errors="replace").rstrip("\r\n")], delimiter=delimiter), [])
         header = first if has_header else [str(i) for i in range(len(first))]
         missing = [c for c in required if c not in header]
         if missing:
             raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
+        start = 1 + has_header
         simple = len(delimiter) == 1 and delimiter not in "\r\n\"" and delimiter.isascii()
-        _pd = _pandas() if engine == "auto" and simple else None
-        if _pd is not None:
-            want = set(header if wanted is None else [*wanted, *required, *text]) & set(header)
-            try:
-                frame = _pd.read_csv(
-                    io.BytesIO(raw),
-                    sep=delimiter,
-                    header=0 if has_header else None,
-                    names=None if has_header else header,
-                    usecols=lambda c: c in want,
-                    keep_default_na=False,
-                    na_values=[""],
-                    dtype={c: object for c in text if c in want},
-                    engine="c",
-                    **_precision(_pd),
+        want = set(header if wanted is None else [*wanted, *required, *text]) & set(header)
+        as_text = set(text) & want
+        size = path.stat().st_size
+        if simple and want and engine in ("auto", "pyarrow") and _worth_it(engine, size, "pyarrow.csv"):
+            parsed = read_columns(
+                path, header, numbers=want - as_text, text=as_text, delimiter=delimiter, has_header=has_header
+            )
+            if parsed is not None:
+                n = len(next(iter(parsed.values())))
+                return cls(path, header, None, parsed, delimiter=delimiter, start=start, n_rows=n, parser="pyarrow")
+        if simple and want and engine in ("auto", "pandas") and _worth_it(engine, size, "pandas"):
+            frame = _pandas_frame(path, header, want, as_text, delimiter, has_header, len(first))
+            if frame is not None:
+                parsed = {}
+                for name in want - as_text:
+                    parsed[name] = frame[name].to_numpy(dtype=np.float64)
+                for name in as_text:
+                    cells = ["" if isinstance(v, float) and v != v else v for v in frame[name].tolist()]
+                    parsed[name] = np.array(cells, dtype=object)
+                return cls(
+                    path, header, None, parsed, delimiter=delimiter, start=start, n_rows=len(frame), parser="pandas"
                 )
-            except (ValueError, UnicodeDecodeError, _pd.errors.ParserError):
-                frame = None  # the csv module reads it and names what is wrong
-            if frame is not None and _splits_as_csv_module(raw, delimiter, len(first), len(frame) + has_header):
-                return cls(path, header, None, frame, delimiter=delimiter, start=1 + has_header)
-        return cls(path, header, _rows(path, delimiter, has_header), None, delimiter=delimiter, start=1 + has_header)
+        rows = _rows(path, delimiter, has_header)
+        return cls(path, header, rows, {}, delimiter=delimiter, start=start, n_rows=len(rows), parser="python")
 
     def __len__(self) -> int:
         return self.n_rows
 
     def _cells(self, name: str) -> list[Any]:
         """The column's cells as the csv module gives them ("" for empty), short rows refused."""
-        j = self.header.index(name)
+        parsed = self._parsed.get(name)
+        if parsed is not None and parsed.dtype == object:
+            return parsed.tolist()
         if self._rows is None:
-            series = self._frame[name]
-            if series.dtype.kind not in "fiub":
-                return ["" if isinstance(v, float) and v != v else v for v in series.tolist()]
-            # a column pandas read as numbers or booleans is looked at as the file writes it
+            # a column read as numbers, or not read: looked at as the file writes it
             self._rows = _rows(self.path, self._delimiter, self.start == 2)
-            self._frame = None
+        j = self.header.index(name)
         out = []
         for i, r in enumerate(self._rows):
             if j >= len(r):
@@ -165,6 +223,10 @@ class Table:
                 )
             out.append(r[j])
         return out
+
+    def _numbers(self, name: str) -> _F64 | None:
+        parsed = self._parsed.get(name)
+        return parsed if parsed is not None and parsed.dtype == np.float64 else None
 
     def column(self, name: str, optional: bool = False) -> _F64:
         """A column as floats, NaN for empty cells (all NaN for an absent ``optional`` column).
@@ -178,10 +240,9 @@ class Table:
             if optional:
                 return np.full(self.n_rows, np.nan)
             raise InputError(f"{self.path}: missing column {name}")
-        if self._frame is not None:
-            series = self._frame[name]
-            if series.dtype.kind in "fiu":
-                return series.to_numpy(dtype=np.float64)
+        numbers = self._numbers(name)
+        if numbers is not None:
+            return numbers.copy()
         cells = self._cells(name)
         out = np.empty(len(cells))
         for i, cell in enumerate(cells):
@@ -210,20 +271,46 @@ class Table:
         InputError
             A cell is empty or not a number.
         """
-        if self._frame is not None and self._frame[name].dtype.kind in "fiu":
-            if self._frame[name].dtype.kind in "iu":
-                return self._frame[name].to_numpy(dtype=np.int64).astype(np.float64)
-            values = self.column(name)
-            check_numbers(self.path, name, values, first_row=self.start)
-            return values
-        cells = self._cells(name)
-        try:
-            return np.array([int(c) for c in cells], dtype=np.int64).astype(np.float64)
-        except (ValueError, TypeError, OverflowError):
-            pass
+        parsed = self._numbers(name)
+        # "-0" is 0 as an int but -0.0 as a float: such a column is read from its text
+        if parsed is None or np.any(np.signbit(parsed) & (parsed == 0)):
+            cells = self._cells(name)
+            try:
+                return np.array([int(c) for c in cells], dtype=np.int64).astype(np.float64)
+            except (ValueError, TypeError, OverflowError):
+                pass
+        # parsed as float64, an integer cell is rounded as its int64 is: the same value either way
         values = self.column(name)
         check_numbers(self.path, name, values, first_row=self.start)
         return values
+
+
+def _pandas_frame(
+    path: Path, header: list[str], want: set[str], text: set[str], delimiter: str, has_header: bool, fields: int
+) -> Any:
+    """The ``want`` columns parsed by pandas' C engine, or None when pandas is absent or would
+    split the file otherwise than the csv module."""
+    pd = _pandas()
+    if pd is None:
+        return None
+    raw = path.read_bytes()
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(raw),
+            sep=delimiter,
+            header=0 if has_header else None,
+            names=None if has_header else header,
+            usecols=lambda c: c in want,
+            keep_default_na=False,
+            # numbers: NaN as float reads them ("-nan" has its sign bit set); text: only empty cells
+            na_values={**{c: ["", "nan", "NaN", "NAN"] for c in want - text}, **{c: [""] for c in text}},
+            dtype={**{c: np.float64 for c in want - text}, **{c: object for c in text}},
+            engine="c",
+            **_precision(pd),
+        )
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError):
+        return None  # the csv module reads it and names what is wrong
+    return frame if _splits_as_csv_module(raw, delimiter, fields, len(frame) + has_header, has_header) else None
 
 
 def _rows(path: Path, delimiter: str, has_header: bool) -> list[list[str]]:
