@@ -43,23 +43,22 @@ import logging
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgpack
-import numpy as np
 
 from ..config import SessionConfig
 from ..errors import BudgetExhausted, InputError, StreamdpError
 from ..privacy.release import PrivateRelease
-from ..schema import FEATURE_NAMES
 from ..session import Session
-from ..sinks import CollectingSink
+from .outputs import ReleaseFiles
 from .recordings import CsvLayout, open_recording
 from .results import LOCAL_CONFIG_FIELDS, shared_config, staged_folder
+from .streaming import PldataSource, check_streamable, stream_gaze, streamable
 
 log = logging.getLogger(__name__)
 
@@ -123,12 +122,6 @@ def _packed(messages: Iterable[dict[str, Any]]) -> bytes:
     return b"".join(pack(m) for m in messages)
 
 
-def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    write(tmp)
-    tmp.replace(path)
-
-
 def _unique_name(path: str, taken: set[str]) -> str:
     p = Path(path)
     base = p.stem if p.is_file() else p.name
@@ -144,7 +137,66 @@ def replay_one(
     path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str, layout: CsvLayout | None = None
 ) -> ReplayResult:
     """Replay one recording into ``out_dir`` (a worker's whole job: picklable in and out); a
-    ``layout`` reads it as a CSV of that layout."""
+    ``layout`` reads it as a CSV of that layout. A Capture recording (``.pldata``) is read a
+    block at a time in bounded memory (:mod:`streamdp.offline.streaming`), anything else whole;
+    the files are the same either way."""
+    source = streamable(path) if layout is None else None
+    if source is not None:
+        streamed = _replay_streamed(source, path, name, config, seed, out_dir)
+        if streamed is not None:
+            return streamed
+    return _replay_whole(path, name, config, seed, out_dir, layout)
+
+
+def _files(path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str) -> ReleaseFiles:
+    return ReleaseFiles.for_recording(out_dir, name, path, config, noise_statement(seed))
+
+
+def _finish(result: ReplayResult, files: ReleaseFiles, session: Session, duration: float) -> ReplayResult:
+    result.steps_dropped = session.status().dropped_steps
+    result.chunks = files.released
+    result.files = files.finish()
+    if not result.files:
+        config = session.config
+        steps = int(max(0.0, duration - config.window) / config.step) + 1 if duration >= config.window else 0
+        result.skipped = (
+            f"shorter than one chunk: {duration:.1f} s of gaze gives {steps} steps, "
+            f"a chunk needs {config.chunk_length}"
+        )
+    return result
+
+
+def _replay_streamed(
+    source: PldataSource, path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str
+) -> ReplayResult | None:
+    """The replay of a ``.pldata`` recording read a block at a time; None when the recording must
+    be read whole (it holds something the whole-file reader refuses, or might)."""
+    result = ReplayResult(path, name, seed)
+    if config.identity is not None or (config.blinks == "given" and source.blinks is None):
+        # refused now, before a durable budget is charged or gaze is replayed without its blinks
+        if not check_streamable(source):
+            return None
+        if source.blinks is None and config.blinks == "given":
+            result.skipped = "--blinks given, but the recording has no blink events"
+            return result
+    files = _files(path, name, config, seed, out_dir)
+    try:
+        session = Session(config, sinks=[files], seed=seed, camera=None, source=source.name, reorder=False)
+    except BudgetExhausted as exc:
+        if config.identity is None and not check_streamable(source):
+            return None
+        result.skipped = f"not replayed: {exc}"
+        return result
+    duration = stream_gaze(source, session)
+    if duration is None:
+        files.discard()
+        return None
+    return _finish(result, files, session, duration)
+
+
+def _replay_whole(
+    path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str, layout: CsvLayout | None
+) -> ReplayResult:
     result = ReplayResult(path, name, seed)
     try:
         rec = open_recording(path, layout, config)
@@ -154,61 +206,14 @@ def replay_one(
     if config.blinks == "given" and rec.blinks is None:
         result.skipped = "--blinks given, but the recording has no blink events"
         return result
-    sink = CollectingSink()
+    files = _files(path, name, config, seed, out_dir)
     try:
-        session = Session.for_recording(config, rec, sinks=[sink], seed=seed)
+        session = Session.for_recording(config, rec, sinks=[files], seed=seed)
     except BudgetExhausted as exc:  # a durable budget spent by the recordings before this one
         result.skipped = f"not replayed: {exc}"
         return result
     session.run(rec)
-    releases = sink.releases
-    result.steps_dropped = session.status().dropped_steps
-    if not releases:
-        steps = (
-            int(max(0.0, rec.gaze.duration - config.window) / config.step) + 1
-            if rec.gaze.duration >= config.window
-            else 0
-        )
-        result.skipped = (
-            f"shorter than one chunk: {rec.gaze.duration:.1f} s of gaze gives {steps} steps, "
-            f"a chunk needs {config.chunk_length}"
-        )
-        return result
-    out = Path(out_dir)
-    messages = [r.to_message() for r in releases]
-    rows = np.concatenate(
-        [np.column_stack([np.full(len(r.t), r.ledger["chunk_index"]), r.t, r.values]) for r in releases]
-    )
-    header = ",".join(("chunk_index", "t", *FEATURE_NAMES))
-
-    def csv(tmp: Path) -> None:
-        np.savetxt(tmp, rows, delimiter=",", header=header, comments="", fmt="%.17g")
-
-    _write_atomically(out / f"{name}.csv", csv)
-    result.files.append(f"{name}.csv")
-    ledger = {
-        "recording": path,
-        "noise": noise_statement(seed),
-        "config": shared_config(config),
-        "chunks": [m["ledger"] for m in messages],
-    }
-    _write_atomically(
-        out / f"{name}.ledger.json", lambda tmp: tmp.write_text(json.dumps(ledger, indent=1, default=float))
-    )
-    result.files.append(f"{name}.ledger.json")
-    _write_atomically(out / f"{name}.msgpack", lambda tmp: tmp.write_bytes(_packed(messages)))
-    result.files.append(f"{name}.msgpack")
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        pass
-    else:
-        table = pa.table({c: rows[:, i] for i, c in enumerate(header.split(","))})
-        _write_atomically(out / f"{name}.parquet", lambda tmp: pq.write_table(table, tmp))
-        result.files.append(f"{name}.parquet")
-    result.chunks = len(releases)
-    return result
+    return _finish(result, files, session, rec.gaze.duration)
 
 
 def replay(

@@ -172,6 +172,24 @@ def _pldata_blinks(path: Path) -> BlinkEvents:
     return BlinkEvents.from_arrays([b[0] for b in blinks], [b[1] for b in blinks])
 
 
+def read_info_offset(folder: Path) -> float | None:
+    """Unix time minus Pupil time from the folder's ``info.player.json`` (None without one).
+
+    Raises
+    ------
+    InputError
+        The file does not give ``start_time_system_s`` and ``start_time_synced_s``.
+    """
+    info_path = Path(folder) / "info.player.json"
+    if not info_path.exists():
+        return None
+    try:
+        info = json.loads(info_path.read_text())
+        return float(info["start_time_system_s"]) - float(info["start_time_synced_s"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{info_path}: cannot read start_time_system_s/start_time_synced_s: {exc}") from None
+
+
 def read_pupil_recording(folder: Path) -> Recording:
     """A Pupil Capture recording folder: ``info.player.json``, ``gaze.pldata`` (or gaze mapped
     offline by Player under ``offline_data/gaze-mappings/`` when the recording has none), and
@@ -186,14 +204,7 @@ def read_pupil_recording(folder: Path) -> Recording:
         ``info.player.json``, or blinks none of which falls within the gaze.
     """
     folder = Path(folder)
-    info_path = folder / "info.player.json"
-    offset = None
-    if info_path.exists():
-        try:
-            info = json.loads(info_path.read_text())
-            offset = float(info["start_time_system_s"]) - float(info["start_time_synced_s"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"{info_path}: cannot read start_time_system_s/start_time_synced_s: {exc}") from None
+    offset = read_info_offset(folder)
     gaze_path = folder / "gaze.pldata"
     gaze = read_pldata_gaze(gaze_path) if gaze_path.exists() else None
     if gaze is None or len(gaze) == 0:
