@@ -173,7 +173,8 @@ class SessionConfig:
     reorder_window: float = _opt(0.1, "s of live gaze held back to put it in time order", "live")
     deadline_slack: float = _opt(
         DEFAULT_DEADLINE_SLACK,
-        "s after a chunk's last step (plus the reorder window) at which it is released with what is known",
+        "s after a chunk's last step (plus the reorder window) at which it is released; it is computed "
+        "during this hold, so the release time never depends on how long the computation took",
         "live",
     )
 
@@ -242,9 +243,10 @@ class SessionConfig:
         )
 
     def window_config(self) -> WindowConfig:
-        """The windows on the public schedule: steps computed at each chunk's deadline, so that
-        local feature rows equal what the private pipeline sanitizes."""
-        return WindowConfig(self.window, self.step, self.max_event_duration, self.chunk_length, self.deadline_slack)
+        """The windows on the public schedule: a chunk is computed when the ordered gaze passes
+        its last step (the live session then holds it ``deadline_slack`` s before it publishes),
+        so that local feature rows equal what the private pipeline sanitizes."""
+        return WindowConfig(self.window, self.step, self.max_event_duration, self.chunk_length, 0.0)
 
     def privacy_unit(self) -> PrivacyUnit:
         return PrivacyUnit(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -132,6 +133,11 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         self._said_exhausted = False
         self._last_clipped = 0.0
         self._order = ReorderBuffer(config.reorder_window) if reorder else None
+        #: source time from a chunk's last step to its publication (live): the reorder window,
+        #: then the hold during which it is computed
+        self._publish_offset = config.reorder_window + config.deadline_slack
+        self._held: deque[PrivateRelease] = deque()
+        self._public_clock = -math.inf
         self._given = config.blinks == "given"
         #: called with each release before the sinks get it (latency measurements)
         self.on_release: Callable[[PrivateRelease], None] | None = None
@@ -161,9 +167,10 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         late = self._order.late
         self._order.hold(item)
         self.counters.late += self._order.late - late
-        if self._before_next_feed(self._order.clock):
-            return out
-        return out + self._feed(self._order.release()) + self._advance_pipeline()
+        self._public_clock = max(self._public_clock, self._order.clock)
+        if not self._before_next_feed(self._order.clock):
+            out += self._feed(self._order.release()) + self._advance_pipeline()
+        return out + self._publish_due()
 
     def advance_to(self, t_source: float) -> list[PrivateRelease]:
         """The source's clock reached ``t_source`` (Pupil time), with or without gaze: every
@@ -182,10 +189,9 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         t = float(t_source)
         out = self._decoded()  # what the decoder holds comes first
         if self._order is None:
-            advanced = self._guarded(lambda: self.pipeline.advance(t))
-            self._after(advanced)
-            return out + advanced
-        return out + self._feed(self._order.advance(t)) + self._advance_pipeline()
+            return out + self._after(self._guarded(lambda: self.pipeline.advance(t)))
+        self._public_clock = max(self._public_clock, t)
+        return out + self._feed(self._order.advance(t)) + self._advance_pipeline() + self._publish_due()
 
     @property
     def newest_gaze(self) -> float | None:
@@ -201,16 +207,17 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         window + the slack; None before the first gaze. A live shell calls :meth:`advance_to`
         once its clock passes it, so the release happens at this public time whatever the gaze
         did."""
+        if self._held:
+            return self._publish_time(self._held[0])
         due = self.pipeline.features.next_deadline
         if due is None or self._order is None:
             return due
-        return due + self._order.window
+        return due + self._publish_offset
 
     def _advance_pipeline(self) -> list[PrivateRelease]:
         assert self._order is not None
         clock = self._order.released_until
-        out = self._guarded(lambda: self.pipeline.advance(clock))
-        self._after(out)
+        out = self._after(self._guarded(lambda: self.pipeline.advance(clock)))
         # the next time the ordered gaze can make a step or a chunk: the next grid step after
         # the clock, or the next chunk's deadline if sooner
         step = self.config.step
@@ -224,10 +231,9 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         """End of stream: everything held is fed, the windows finish; a partial chunk is dropped."""
         self.decoder.flush_blinks()  # the blink held for a later offset is final
         out = self._decoded() + self._drain()  # each already handed to the sinks by _feed
-        tail = self._guarded(self.pipeline.flush)
-        self._after(tail)
+        tail = self._after(self._guarded(self.pipeline.flush))
         self._feed_at = -math.inf  # the pipeline starts afresh: the next gaze goes straight in
-        return out + tail
+        return out + tail + self._publish_due(everything=True)
 
     def reset(self) -> None:
         """Forget the stream (windows, partial chunk, held gaze, half-paired blinks, the diameter
@@ -239,6 +245,8 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             self._order.reset()
         self._blinks: list[BlinkEvents] = []
         self._feed_at = -math.inf  # the ordered gaze's time at which the stages next run
+        self._held.clear()  # computed, not yet due: forgotten with the stream (already charged)
+        self._public_clock = -math.inf  # the newest source time known live (gaze or advance_to)
         self._unit: DiameterUnit | None = None if self.config.diameter_unit == "auto" else self.config.diameter_unit  # type: ignore[assignment]
 
     # ------------------------------------------------------------- shells' entry points
@@ -253,7 +261,10 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         self.counters.received += n
         self._count_bad()
         if self._can_wait():
-            return []
+            # a chunk computed during its hold goes out when the gaze reaches its deadline: the
+            # burst that makes it due costs a decode and a send, nothing else
+            self._public_clock = max(self._public_clock, self.decoder.pending_newest)
+            return self._publish_due()
         return self._decoded()
 
     #: decoded gaze held at most before it goes to the reorder buffer (bounds memory)
@@ -436,9 +447,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             log.warning("%s: skipped a batch of %d samples: %s", self.source, len(cols), exc)
             return []
         self._blinks = []
-        out = self._guarded(lambda: self.pipeline.update(batch, blinks))
-        self._after(out)
-        return out
+        return self._after(self._guarded(lambda: self.pipeline.update(batch, blinks)))
 
     def _to_batch(self, cols: GazeColumns) -> GazeBatch:
         if self._unit is None:
@@ -451,7 +460,28 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         except BudgetExhausted:
             return []  # already said once, when it happened (see _after)
 
-    def _after(self, releases: list[PrivateRelease]) -> None:
+    def _publish_time(self, release: PrivateRelease) -> float:
+        return float(release.t[-1]) + self._publish_offset
+
+    def _publish_due(self, everything: bool = False) -> list[PrivateRelease]:
+        """Hand the held releases whose public time the source's clock reached to the sinks."""
+        out: list[PrivateRelease] = []
+        held = self._held
+        while held and (everything or self._publish_time(held[0]) <= self._public_clock):
+            out.append(held.popleft())
+        self._publish(out)
+        return out
+
+    def _after(self, releases: list[PrivateRelease]) -> list[PrivateRelease]:
+        """Publish what was computed, or (live) hold it until its public deadline; returns what
+        was published."""
+        if self._order is not None and releases:
+            self._held.extend(releases)  # computed at the last step, published at the deadline
+            releases = []
+        self._publish(releases)
+        return releases
+
+    def _publish(self, releases: list[PrivateRelease]) -> None:
         for rel in releases:
             if self.on_release is not None:
                 self.on_release(rel)

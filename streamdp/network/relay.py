@@ -109,6 +109,12 @@ class Relay:
         the relay falls further behind Capture's clock than this (a flood, a stalled machine) it
         discards what is queued undecoded and counts it (``shed``, local): memory stays bounded
         and the relay catches up instead of releasing ever later.
+    read_interval : float
+        Seconds the relay lets gaze queue between two reads while no release is near (0: read
+        every burst). Capture publishes ~30–60 bursts a second; waking for each costs more than
+        decoding them, and the stages run once per step anyway. From ``read_interval`` before
+        a deadline on, the relay reads every burst, so a release goes out as soon as the gaze
+        makes it due.
     """
 
     def __init__(
@@ -121,11 +127,15 @@ class Relay:
         timeout: float = 1.0,
         status_interval: float = 10.0,
         max_backlog: float = 2.0,
+        read_interval: float = 0.25,
         context: zmq.Context | None = None,
     ) -> None:
         if not (isinstance(max_backlog, (int, float)) and math.isfinite(max_backlog) and max_backlog > 0):
             raise ValueError(f"max_backlog must be a finite number of seconds > 0, got {max_backlog!r}")
         self.max_backlog = float(max_backlog)
+        if not (isinstance(read_interval, (int, float)) and 0 <= read_interval < max_backlog):
+            raise ValueError(f"read_interval must be a number of seconds in [0, max_backlog), got {read_interval!r}")
+        self.read_interval = float(read_interval)
         if not isinstance(session, Session):
             raise TypeError(f"session must be a Session, got {type(session).__name__}")
         self.session = session
@@ -152,6 +162,9 @@ class Relay:
         self._clock_offset: float | None = None
         #: newest gaze time read − monotonic time when it was read (None before any gaze)
         self._data_offset: float | None = None
+        #: source seconds per monotonic second of the gaze read (1 live; more in a fast replay)
+        self._speed = 1.0
+        self._speed_mark: tuple[float, float] | None = None
         self._last_gaze = time.monotonic()
         self._queue_empty = True
         session.on_release = self._released
@@ -243,6 +256,7 @@ class Relay:
     def _disconnect(self) -> None:
         self.connected.clear()
         self._data_offset = None  # a new segment's gaze sets the schedule's clock again
+        self._speed, self._speed_mark = 1.0, None
         for s in (self._sub, self._req):
             if s is not None:
                 s.close(linger=0)
@@ -274,6 +288,11 @@ class Relay:
                 wait = self._until_due()
                 if wait is not None:
                     timeout = min(timeout, max(0.0, wait))
+                pause = self._pause(wait, timeout)
+                if pause > 0:
+                    if self._stop.wait(pause):
+                        break
+                    timeout = max(0.0, timeout - pause)
                 if self._sub.poll(math.ceil(timeout * 1000)):
                     self._drain()
                     self._last_gaze = time.monotonic()
@@ -293,6 +312,26 @@ class Relay:
             self.session.publish_status(StatusEvent.STOPPED, self.subscribers())
             log.info("relay stopped: %s", self.counters)
         return self.counters
+
+    def _pause(self, wait: float | None, timeout: float) -> float:
+        """Seconds to let gaze queue before the next read: up to ``read_interval``, never into
+        the last ``read_interval`` (in source time) before a deadline, nor past a heartbeat."""
+        if self.read_interval <= 0 or self._data_offset is None:
+            return 0.0
+        pause = min(self.read_interval, timeout)
+        if wait is not None:
+            pause = min(pause, (wait - self.read_interval * self._speed) / self._speed)
+        return pause
+
+    def _track_speed(self, newest: float) -> None:
+        now = time.monotonic()
+        if self._speed_mark is None:
+            self._speed_mark = (now, newest)
+            return
+        wall, data = self._speed_mark
+        if now - wall >= 0.5:
+            self._speed = max(1.0, (newest - data) / (now - wall))
+            self._speed_mark = (now, newest)
 
     def _resync(self) -> None:
         try:
@@ -323,6 +362,7 @@ class Relay:
         newest = self.session.newest_gaze
         if newest is not None:
             self._data_offset = newest - time.monotonic()
+            self._track_speed(newest)
         self._shed_if_behind()
 
     def _behind(self) -> float:

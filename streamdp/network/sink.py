@@ -36,6 +36,9 @@ from ..status import SessionStatus, check_status
 
 log = logging.getLogger(__name__)
 
+# plain ints: pyzmq's enums cost more than the check itself
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
+
 STATUS_TOPIC = "streamdp.status"
 #: the owner's status socket when none is named: the sanitized socket's port + 1, loopback
 DEFAULT_STATUS_ENDPOINT = "tcp://127.0.0.1:5571"
@@ -300,15 +303,14 @@ class ReleasePublisher:
 
     def poll_subscriptions(self) -> int:
         """Read pending (un)subscription frames; returns the number of live subscriptions."""
-        while True:
-            try:
-                frame = self._socket.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                return self.subscriptions
+        sock = self._socket
+        while sock.getsockopt(_EVENTS) & _POLLIN:
+            frame = sock.recv(zmq.NOBLOCK)
             if frame[:1] == b"\x01":
                 self.subscriptions += 1
             elif frame[:1] == b"\x00":
                 self.subscriptions = max(0, self.subscriptions - 1)
+        return self.subscriptions
 
     def wait_for_subscribers(self, count: int = 1, timeout: float = 5.0) -> bool:
         """Wait until ``count`` subscriptions are live or ``timeout`` seconds pass, reading

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from ..events import EventBatch, Fixations, Saccades
 from ..gaze import BlinkEvents
 from ..kernels.wordbook import ALPHABET_SIZE, NgramCounter
-from ..privacy.reach import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
+from ..privacy.reach import DEFAULT_MAX_EVENT_DURATION
 from ..schema import FEATURE_INDEX, N_FEATURES, WORDBOOK_ORDERS
 from ._window_state import EventColumn, SlidingMax, slide_max
 from .base import Stage
@@ -69,14 +69,16 @@ class WindowConfig:
         (the private pipeline sets it from its mechanism). None: only when every event up to the
         step is known (local feature rows).
     deadline_slack : float
-        s after a chunk's last step (data time) at which it is computed.
+        s after a chunk's last step (data time) at which it is computed (default 0: at the last
+        step; a live session then holds the release for its own ``deadline_slack`` before it
+        publishes it, so the computation never delays the public release time).
     """
 
     window: float = 30.0
     step: float = 0.5
     max_event_duration: float = DEFAULT_MAX_EVENT_DURATION
     chunk_length: int | None = None
-    deadline_slack: float = DEFAULT_DEADLINE_SLACK
+    deadline_slack: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("window", "step", "max_event_duration"):

@@ -12,8 +12,10 @@ Everything a subscriber sees about *when* is fixed in advance, never by the gaze
   step whose window holds no event releases the public defaults (rates 0, means and variances
   0), clipped and noised as any other.
 - **Deadlines.** Chunk ``c`` is computed when the data clock passes ``T_c + slack`` (``T_c`` its
-  last step): with what is known then, whatever the gaze still holds open. The session adds its
-  reorder window, so in source time the deadline is ``T_c + reorder_window + slack``. An event
+  last step; the pipeline's slack is 0): with what is known then, whatever the gaze still holds
+  open. A live session adds its reorder window and holds the computed release for its own
+  ``deadline_slack``, so in source time the release goes out at ``T_c + reorder_window +
+  deadline_slack``, however long the computation took. An event
   that becomes known after the deadline of the chunk its end falls in counts from the next
   step on (its end is taken as just after the last step computed).
 
@@ -45,7 +47,8 @@ class ReleaseSchedule:
     chunk_length : int
         Steps per chunk ``n``.
     deadline_slack : float
-        s after a chunk's last step (in the pipeline's data time) at which it is computed.
+        s after a chunk's last step (in the pipeline's data time) at which it is computed
+        (default 0).
 
     Raises
     ------
@@ -56,7 +59,7 @@ class ReleaseSchedule:
     --------
     >>> s = ReleaseSchedule(window=30.0, step=0.5, chunk_length=64)
     >>> s.first_chunk(start=12.3), s.chunk_times(2)[[0, -1]].tolist(), s.deadline(2)
-    (2, [64.0, 95.5], 95.55)
+    (2, [64.0, 95.5], 95.5)
     >>> s.chunks_between(start=12.3, stop=200.0)
     [2, 3, 4, 5]
     """
@@ -64,7 +67,7 @@ class ReleaseSchedule:
     window: float
     step: float
     chunk_length: int
-    deadline_slack: float = DEFAULT_DEADLINE_SLACK
+    deadline_slack: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("window", "step", "deadline_slack"):
