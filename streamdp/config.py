@@ -39,6 +39,14 @@ from .stages.features import WindowConfig
 
 #: ε of one chunk, all features together, when the configuration gives none
 DEFAULT_EPSILON = 10.0
+#: the most ε one chunk spends by default, all features together, whatever ``epsilon`` allows:
+#: chosen on the synthetic study (docs/evaluation.md) as the smallest round value at which the
+#: released features keep more utility than Bozkir et al.'s Algorithm 1 at ε 2496, while identity
+#: stays at chance. At 200 the formal guarantee alone protects little; the ceiling is what keeps
+#: "ε = 2496" from releasing identity
+DEFAULT_EPSILON_CEILING = 200.0
+#: the shipped allocation used unless the configuration names another (docs/evaluation.md)
+DEFAULT_WEIGHTS = "task"
 
 #: the scene camera when neither the configuration nor the source names one
 DEFAULT_CAMERA = "pupil_core_720p"
@@ -71,7 +79,7 @@ class SessionConfig:
     >>> cfg = SessionConfig(mechanism="dcfpa", epsilon=2.0, chunk_length=32)
     >>> d = cfg.mechanism_instance().describe()
     >>> d["epsilon"], round(d["epsilon_per_feature"], 4), cfg.event_config().fov_deg
-    (2.0, 0.0385, (99.0, 53.0))
+    (2.0, 0.0769, (99.0, 53.0))
     >>> SessionConfig(mechanism="lpa", k=3).check()
     Traceback (most recent call last):
     ...
@@ -88,6 +96,12 @@ class SessionConfig:
     epsilon_per_feature: float | None = _opt(
         None, "ε of each feature per chunk instead of a total (the papers' convention)", "privacy"
     )
+    epsilon_ceiling: float | None = _opt(
+        DEFAULT_EPSILON_CEILING,
+        "most ε one chunk spends, all features together, whatever epsilon allows; the ledger "
+        "charges what is spent (None: no ceiling)",
+        "privacy",
+    )
     # also a features option: steps are computed at each chunk's deadline
     chunk_length: int = _opt(64, "steps per chunk, a power of two", "privacy", also=("features",))
     transform: str | None = _opt(None, "dcfpa/cfpa: transform (default dft)", "privacy", choices=("dft", "dct"))
@@ -102,7 +116,7 @@ class SessionConfig:
     )
     level_share: float | None = _opt(None, "dcfpa: share of each feature's ε spent on the chunk's level", "privacy")
     weights: str = _opt(
-        "equal", "how the ε of a chunk is split over the features", "privacy", choices=WEIGHTS_PROFILES
+        DEFAULT_WEIGHTS, "how the ε of a chunk is split over the features", "privacy", choices=WEIGHTS_PROFILES
     )
     bounds: str | None = _opt(None, "bounds profile, TOML or JSON (default: the shipped profile)", "privacy")
     unit: str = _opt("chunk", "unit of privacy", "privacy", choices=UNITS)
@@ -202,7 +216,7 @@ class SessionConfig:
                 raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
         for name in ("window", "step", "reorder_window", "max_event_duration", "deadline_slack"):
             _check_real(name, getattr(self, name))
-        for name in ("epsilon", "epsilon_per_feature", "level_share", "budget", *EVENT_FIELDS):
+        for name in ("epsilon", "epsilon_per_feature", "epsilon_ceiling", "level_share", "budget", *EVENT_FIELDS):
             value = getattr(self, name)
             if name != "units" and value is not None:
                 _check_real(name, value)
@@ -216,6 +230,8 @@ class SessionConfig:
             value = getattr(self, name)
             if value < 0 or not math.isfinite(value):
                 raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
+        if self.epsilon_ceiling is not None and not self.epsilon_ceiling > 0:
+            raise ValueError(f"epsilon_ceiling must be > 0 (or None: no ceiling), got {self.epsilon_ceiling!r}")
         if not (self.max_event_duration > 0 and math.isfinite(self.max_event_duration)):
             raise ValueError(f"max_event_duration must be finite and > 0, got {self.max_event_duration!r}")
         # the cheap parts validate now; the mechanism (maybe costly) in check()
@@ -262,10 +278,12 @@ class SessionConfig:
         """The mechanism parameters a user set: the others keep the mechanism's defaults, and a
         parameter the mechanism does not take is refused by it, never dropped."""
         params: dict[str, Any] = {"chunk_length": self.chunk_length}
+        ceiling = math.inf if self.epsilon_ceiling is None else float(self.epsilon_ceiling)
         if self.epsilon_per_feature is not None:
-            params["epsilon_per_feature"] = self.epsilon_per_feature
+            released = int(self.bounds_profile().released.sum())
+            params["epsilon_per_feature"] = min(self.epsilon_per_feature, ceiling / max(released, 1))
         else:
-            params["epsilon"] = DEFAULT_EPSILON if self.epsilon is None else self.epsilon
+            params["epsilon"] = min(DEFAULT_EPSILON if self.epsilon is None else self.epsilon, ceiling)
         for name in ("transform", "k", "sensitivity", "level_share"):
             if getattr(self, name) is not None:
                 params[name] = getattr(self, name)
@@ -394,7 +412,7 @@ class SessionConfig:
         Examples
         --------
         >>> for line in SessionConfig(epsilon=0.5).to_toml().splitlines():
-        ...     if line.startswith(("epsilon", "# transform")):
+        ...     if line.startswith(("epsilon =", "# transform")):
         ...         print(line)
         epsilon = 0.5  # ε of one chunk, all features together, split by the weights (default 10)
         # transform: unset (dcfpa/cfpa: transform (default dft))
@@ -460,12 +478,13 @@ def _check_real(name: str, value: object) -> None:
         raise ValueError(f"{name} must be finite, got {value!r}")
 
 
-@lru_cache(maxsize=32)
 @lru_cache(maxsize=16)
 def _bounds(path: str | None, signal: str, weights: str) -> BoundsProfile:
     if not path and signal == DEFAULT_SIGNAL:
         return default_profile(weights)
     profile = BoundsProfile.load(path) if path else SIGNALS[signal].bounds_profile()
+    if path and weights == DEFAULT_WEIGHTS:
+        return profile  # a profile file's own weights
     return profile if weights == "equal" else profile.with_weights(weights_profile(weights), weights)
 
 

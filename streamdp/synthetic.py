@@ -16,7 +16,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.signal import lfilter
 
 from .gaze import BINOCULAR, BlinkEvents, GazeBatch, Recording
 from .kernels.geometry import CAMERA_FOV_DEG, degrees_to_norm, norm_to_degrees
@@ -250,6 +249,8 @@ def generate(
     a_mean = float(np.exp(-1.0 / (rate * prof.pupil_drift_tau_s)))
     innov = rng.normal(0, 1, n) * prof.pupil_drift_sd_mm * np.sqrt(1 - a_mean * a_mean)
     start = rng.normal(0, prof.pupil_drift_sd_mm)
+    from scipy.signal import lfilter  # lazy: a relay importing this module loads no SciPy
+
     ou = lfilter([1.0], [1.0, -a_mean], innov, zi=[a_mean * start])[0]
     diam = prof.pupil_baseline_mm + ou + rng.normal(0, 0.02, n)
     diam = np.where(in_blink | (conf < 0.3), np.nan, np.maximum(diam, 1.0))

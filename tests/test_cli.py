@@ -88,7 +88,8 @@ def test_demo_prints_sanitized_chunks_with_their_ledger(capsys):
     assert len(chunks) == 2
     first, second = lines[chunks[0] : chunks[1]], lines[chunks[1] :]
     assert first[0].endswith(
-        ", t 1056.0–1087.5 s (64 steps): ε 10 for this whole chunk (0.192 per feature × 52 features)"
+        ", t 1056.0–1087.5 s (64 steps): ε 10 for this whole chunk (0.385 per feature × 26 features; 26 features "
+        "released as public constants)"
     )
     # the ledger as sentences a non-expert reads, once per release: what is protected, for which
     # unit, the total so far, what raw gaze costs, the noise's origin; then what stays local

@@ -110,9 +110,15 @@ def test_no_raw_gaze_pupil_or_unsanitized_feature_leaves_the_relay():
         assert values.shape == (32, 52)
         # nothing published equals a raw gaze, confidence or pupil value
         assert not raw & {float(v) for v in values.ravel()}
-        # and no chunk is the unsanitized features
+        # and no chunk is the unsanitized features: the released ones are noised, the others
+        # (weight 0) are the profile's public midpoints
         i = int(np.searchsorted(rows.t, msg["t"][0]))
-        assert not np.any(np.isclose(values, rows.values[i : i + 32], rtol=1e-9, atol=0))
+        profile = _config().bounds_profile()
+        kept = profile.released
+        assert 0 < kept.sum() < 52
+        assert not np.any(np.isclose(values[:, kept], rows.values[i : i + 32][:, kept], rtol=1e-9, atol=0))
+        constants = np.broadcast_to(profile.midpoint[~kept], (32, int((~kept).sum())))
+        np.testing.assert_array_equal(values[:, ~kept], constants)
         ledger_numbers = [v for v in msg["ledger"].values() if isinstance(v, float)]
         assert not raw & set(ledger_numbers)
 

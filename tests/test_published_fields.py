@@ -40,6 +40,7 @@ MESSAGE_FIELDS = {
 MECHANISM_FIELDS = {
     "mechanism", "epsilon", "epsilon_per_feature", "weights", "chunk_length", "transform", "k",
     "k_epsilon_share", "sensitivity", "level_share", "subsampling_window",
+    "dropped_features",  # the weights' zero-weight features, released as public constants
 }  # fmt: skip
 #: the accountant's entry: configuration, and counts of releases (public: the subscriber sees
 #: every release arrive)

@@ -48,10 +48,13 @@ def _epsilon_split(led: Mapping[str, Any], features: int) -> str:
     when the ledger states it (a total-ε mechanism may state weights instead of one figure)."""
     total = float(led["epsilon_chunk"])
     per = led.get("epsilon_per_feature")
+    dropped = len(led.get("dropped_features") or ())
+    released = features - dropped
+    constants = f"; {counted(dropped, 'feature')} released as public constants" if dropped else ""
     split = (
-        f" ({per:.3g} per feature × {counted(features, 'feature')})"
+        f" ({per:.3g} per feature × {counted(released, 'feature')}{constants})"
         if isinstance(per, (int, float)) and not isinstance(per, bool)
-        else f" (shared by {counted(features, 'feature')})"
+        else f" (shared by {counted(released, 'feature')}{constants})"
     )
     return f"ε {total:g} for this whole chunk{split}"
 
@@ -121,7 +124,7 @@ def format_chunk(message: Mapping[str, Any]) -> str:
     >>> release = pipe.run(generate(duration=60.0, seed=1).recording)[0]
     >>> for line in format_chunk(release.to_message()).splitlines()[:4]:
     ...     print(line)
-    chunk 0: streamdp.features.dcfpa, t 1040.0–1055.5 s (32 steps): ε 10 for this whole chunk (0.192 per feature × 52 features)
+    chunk 0: streamdp.features.dcfpa, t 1040.0–1055.5 s (32 steps): ε 10 for this whole chunk (0.385 per feature × 26 features; 26 features released as public constants)
       protected: chunk unit — each chunk is protected on its own; over a longer stretch the ε of its chunks add up (ε 10 spent so far, with no cap)
       raw gaze: one sample changes at most 3 chunks (ε ≤ 30); one second of gaze at most 4 chunks (ε ≤ 40); a whole session is not bounded (each chunk adds ε 10)
       noise: reproducible, not private — drawn from a seeded generator: whoever knows the seed removes it (tests and research only)

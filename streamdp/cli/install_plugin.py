@@ -209,7 +209,8 @@ def install(plugins_dir: Path, target: Target) -> list[Path]:
     written = [Path(PLUGIN_FILE)]
     staging = Path(tempfile.mkdtemp(prefix=".streamdp-", dir=plugins_dir))
     try:
-        for path in modules.values():
+        # the shipped data files (weights, profiles) the modules read at run time
+        for path in [*modules.values(), *sorted((package / "data").glob("*.json"))]:
             rel = path.relative_to(package)
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, staging / rel)

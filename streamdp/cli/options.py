@@ -43,6 +43,17 @@ GROUPS = ("privacy", "features", "live")
 #: them under ``keywords``
 _KEYWORDS: dict[str, tuple[str, ...]] = {"k": ("private",)}
 
+#: float fields whose None is not their default: the word that sets None on the command line
+_NONE_WORD = {"epsilon_ceiling": "none"}
+
+
+def _float_or_none(text: str) -> float | None:
+    return None if text.strip().lower() == "none" else float(text)
+
+
+_float_or_none.__name__ = "number (or 'none')"  # argparse names the type in its error
+
+
 #: what a field whose default is None means when unset, where its own help does not say
 _UNSET = {"budget": "required by the w-event and session units", "w": "required by the w-event unit"}
 
@@ -182,6 +193,9 @@ def _argument(f: Field[Any], annotation: Any) -> dict[str, Any]:
         out["action"] = _GivenFlag
     elif kinds == {int, str}:
         out["metavar"] = "|".join(("N", *_keywords(f)))  # converted in config_from, where errors name the option
+    elif f.name in _NONE_WORD:
+        out["type"] = _float_or_none
+        out["metavar"] = f"X|{_NONE_WORD[f.name]}"
     elif len(kinds) == 1 and next(iter(kinds)) in (int, float, str):
         out["type"] = next(iter(kinds))
     else:

@@ -153,6 +153,15 @@ def _scale_check(
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(np.stack(p.reference) > 0, np.stack(p.reference) / upper, 0.0)
         loss = np.maximum(loss, terms.sum(axis=0))
+    # a feature of weight 0 has no noise to measure: it must be one public constant, the same
+    # in every run of every input (else it leaks at ε = ∞)
+    dropped = eps == 0
+    if dropped.any():
+        first = samples[0][0][0, 0]
+        varies = np.zeros(f, dtype=bool)
+        for vx, vy in samples:
+            varies |= np.any(vx != first, axis=(0, 1)) | np.any(vy != first, axis=(0, 1))
+        loss = np.where(dropped, np.where(varies, np.inf, 0.0), loss)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(eps > 0, loss / eps, np.where(loss > 0, np.inf, 0.0))
     j = int(np.argmax(ratio))
@@ -228,6 +237,8 @@ def audit_mechanism(
             sx, sy = st.apply(vx, fx), st.apply(vy, fy)
             for j in range(len(names)):
                 test, bound = best_test(sx[:, j], sy[:, j], alpha)
+                if eps[j] == 0 and bound <= 0:
+                    continue  # a public constant (weight 0) that does not vary: nothing to test
                 score = bound - eps[j]
                 if best is None or score > best[0]:
                     best = (score, i, j, test, st)
