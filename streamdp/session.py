@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,6 +33,7 @@ from .pupil_wire import GazeDecoder
 from .sinks import ReleaseSink
 from .stages.base import Stage
 from .stages.features import FeatureRows
+from .stages.hold import ReleaseHold
 from .stages.reorder import ReorderBuffer
 from .status import SessionStatus, StatusEvent
 
@@ -133,11 +133,8 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         self._said_exhausted = False
         self._last_clipped = 0.0
         self._order = ReorderBuffer(config.reorder_window) if reorder else None
-        #: source time from a chunk's last step to its publication (live): the reorder window,
-        #: then the hold during which it is computed
-        self._publish_offset = config.reorder_window + config.deadline_slack
-        self._held: deque[PrivateRelease] = deque()
-        self._public_clock = -math.inf
+        #: live: computed at a chunk's last step, published after the reorder window and the slack
+        self._hold = ReleaseHold(config.reorder_window + config.deadline_slack)
         self._given = config.blinks == "given"
         #: called with each release before the sinks get it (latency measurements)
         self.on_release: Callable[[PrivateRelease], None] | None = None
@@ -167,10 +164,9 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         late = self._order.late
         self._order.hold(item)
         self.counters.late += self._order.late - late
-        self._public_clock = max(self._public_clock, self._order.clock)
         if not self._before_next_feed(self._order.clock):
             out += self._feed(self._order.release()) + self._advance_pipeline()
-        return out + self._publish_due()
+        return out + self._publish_due(self._order.clock)
 
     def advance_to(self, t_source: float) -> list[PrivateRelease]:
         """The source's clock reached ``t_source`` (Pupil time), with or without gaze: every
@@ -190,8 +186,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         out = self._decoded()  # what the decoder holds comes first
         if self._order is None:
             return out + self._after(self._guarded(lambda: self.pipeline.advance(t)))
-        self._public_clock = max(self._public_clock, t)
-        return out + self._feed(self._order.advance(t)) + self._advance_pipeline() + self._publish_due()
+        return out + self._feed(self._order.advance(t)) + self._advance_pipeline() + self._publish_due(t)
 
     @property
     def newest_gaze(self) -> float | None:
@@ -207,12 +202,13 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         window + the slack; None before the first gaze. A live shell calls :meth:`advance_to`
         once its clock passes it, so the release happens at this public time whatever the gaze
         did."""
-        if self._held:
-            return self._publish_time(self._held[0])
+        held = self._hold.next_due
+        if held is not None:
+            return held
         due = self.pipeline.features.next_deadline
         if due is None or self._order is None:
             return due
-        return due + self._publish_offset
+        return due + self._hold.offset
 
     def _advance_pipeline(self) -> list[PrivateRelease]:
         assert self._order is not None
@@ -233,7 +229,9 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         out = self._decoded() + self._drain()  # each already handed to the sinks by _feed
         tail = self._after(self._guarded(self.pipeline.flush))
         self._feed_at = -math.inf  # the pipeline starts afresh: the next gaze goes straight in
-        return out + tail + self._publish_due(everything=True)
+        done = self._hold.take_all()
+        self._publish(done)
+        return out + tail + done
 
     def reset(self) -> None:
         """Forget the stream (windows, partial chunk, held gaze, half-paired blinks, the diameter
@@ -245,27 +243,31 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
             self._order.reset()
         self._blinks: list[BlinkEvents] = []
         self._feed_at = -math.inf  # the ordered gaze's time at which the stages next run
-        self._held.clear()  # computed, not yet due: forgotten with the stream (already charged)
-        self._public_clock = -math.inf  # the newest source time known live (gaze or advance_to)
+        self._hold.reset()  # computed, not yet due: forgotten with the stream (already charged)
         self._unit: DiameterUnit | None = None if self.config.diameter_unit == "auto" else self.config.diameter_unit  # type: ignore[assignment]
 
     # ------------------------------------------------------------- shells' entry points
 
     def receive_frames(self, messages: Iterable[Sequence[bytes]]) -> list[PrivateRelease]:
         """Backbone messages ``[topic, msgpack payload, …]`` of gaze and blinks (the relay)."""
-        n = 0
-        add = self.decoder.add_frames
+        n, dec, hold = 0, self.decoder, self._hold
+        add = dec.add_frames
+        due = hold.next_due
+        early: list[PrivateRelease] = []
         for frames in messages:
             add(frames)
             n += 1
+            if due is not None and dec.pending_newest >= due:
+                # a chunk computed during its hold goes out as soon as the gaze reaches its
+                # public time, before the rest of the batch is read: the datum that makes it
+                # due costs a decode and a send, nothing else
+                early += self._publish_due(dec.pending_newest)
+                due = hold.next_due
         self.counters.received += n
         self._count_bad()
         if self._can_wait():
-            # a chunk computed during its hold goes out when the gaze reaches its deadline: the
-            # burst that makes it due costs a decode and a send, nothing else
-            self._public_clock = max(self._public_clock, self.decoder.pending_newest)
-            return self._publish_due()
-        return self._decoded()
+            return early + self._publish_due(dec.pending_newest)
+        return early + self._decoded()
 
     #: decoded gaze held at most before it goes to the reorder buffer (bounds memory)
     MAX_PENDING = 4096
@@ -460,15 +462,9 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         except BudgetExhausted:
             return []  # already said once, when it happened (see _after)
 
-    def _publish_time(self, release: PrivateRelease) -> float:
-        return float(release.t[-1]) + self._publish_offset
-
-    def _publish_due(self, everything: bool = False) -> list[PrivateRelease]:
-        """Hand the held releases whose public time the source's clock reached to the sinks."""
-        out: list[PrivateRelease] = []
-        held = self._held
-        while held and (everything or self._publish_time(held[0]) <= self._public_clock):
-            out.append(held.popleft())
+    def _publish_due(self, clock: float) -> list[PrivateRelease]:
+        """The source's clock reached ``clock``: the held releases now due go to the sinks."""
+        out = self._hold.due(clock)
         self._publish(out)
         return out
 
@@ -476,7 +472,7 @@ class Session(Stage[GazeColumns, "list[PrivateRelease]"]):
         """Publish what was computed, or (live) hold it until its public deadline; returns what
         was published."""
         if self._order is not None and releases:
-            self._held.extend(releases)  # computed at the last step, published at the deadline
+            self._hold.add(releases)  # computed at the last step, published at the deadline
             releases = []
         self._publish(releases)
         return releases

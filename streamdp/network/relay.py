@@ -46,7 +46,7 @@ MAX_GAZE_MESSAGES_PER_S = 1000
 
 
 # plain ints: pyzmq's enums cost more than the check itself
-_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
+_EVENTS, _POLLIN, _RCVMORE = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.RCVMORE)
 
 
 class RemoteUnavailable(Exception):
@@ -388,13 +388,16 @@ class Relay:
     def _pending(self, sub: zmq.Socket, limit: int) -> Iterator[list[bytes]]:
         """The messages already queued (at most ``limit``), decoded one by one as they are read.
         The socket's EVENTS says whether one is there: no exception raised per burst."""
-        recv, events = sub.recv_multipart, sub.getsockopt
+        # the Cython recv/get, not recv_multipart: its option lookups cost more than the frames
+        recv, get = sub.recv, sub.get
         self._queue_empty = False
         for _ in range(limit):
-            if not events(_EVENTS) & _POLLIN:  # type: ignore[operator]
+            if not get(_EVENTS) & _POLLIN:  # type: ignore[operator]
                 self._queue_empty = True
                 return
-            frames = recv()
+            frames = [recv()]
+            while get(_RCVMORE):
+                frames.append(recv())
             self._batch_received = time.monotonic()
             yield frames
 
