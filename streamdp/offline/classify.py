@@ -148,8 +148,12 @@ def task_classification(
     return out
 
 
-def label_utility(parts: Sequence[Released], labels: Sequence[str]) -> dict[str, float]:
-    """Utility (mean ``1/|NMSE|`` over features) per label, over that label's recordings.
+def label_utility(
+    parts: Sequence[Released], labels: Sequence[str], released: NDArray[np.bool_] | None = None
+) -> dict[str, float]:
+    """Utility (mean ``1/|NMSE|`` over features) per label, over that label's recordings; with
+    ``released``, over those features only (a feature of weight 0 goes out as a public constant:
+    counting it would credit the mechanism with a utility it did not release).
 
     Examples
     --------
@@ -161,5 +165,8 @@ def label_utility(parts: Sequence[Released], labels: Sequence[str]) -> dict[str,
     for label in sorted(set(labels)):
         mine = [p for p, lab in zip(parts, labels, strict=True) if lab == label and len(p.clean)]
         if mine:
-            out[label] = mean_utility(np.concatenate([p.clean for p in mine]), np.concatenate([p.noisy for p in mine]))
+            clean, noisy = np.concatenate([p.clean for p in mine]), np.concatenate([p.noisy for p in mine])
+            if released is not None:
+                clean, noisy = clean[:, released], noisy[:, released]
+            out[label] = mean_utility(clean, noisy)
     return out

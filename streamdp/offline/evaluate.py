@@ -5,7 +5,8 @@ For labelled recordings (a manifest gives each one's participant, task and any o
 a grid of mechanisms × ε × chunk lengths, each run with several noise seeds:
 
 - **utility**: Bozkir et al.'s ``1/|NMSE|`` per feature, computed per task label over that
-  label's recordings (as the paper did), averaged over the features;
+  label's recordings (as the paper did), averaged over the released features (a feature of
+  weight 0 is a public constant, not a utility);
 - **re-identification attack** (labels = participants), split without leaks
   (:mod:`streamdp.offline.splits`): within a recording by whole chunks with at least one window
   between training and test steps (``"chunked"``), or across recordings (``"cross-session"``);
@@ -361,7 +362,8 @@ def _run_job(point: GridPoint, noise_seed: int, repetition: int) -> list[dict[st
     nan = float("nan")
     rows: list[dict[str, Any]] = []
     if point.mechanism != "none":
-        for label, u in label_utility(parts, [r.task for r in recs]).items():
+        released = grid_config(config, point.mechanism, point.epsilon, point.chunk_length).bounds_profile().released
+        for label, u in label_utility(parts, [r.task for r in recs], released).items():
             rows.append({**base, "metric": "utility", "target": label, "classifier": "-", "voting": "-",
                          "value": u, "chance": nan})
     measured = []
