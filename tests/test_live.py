@@ -438,3 +438,19 @@ def test_a_relay_behind_captures_clock_sheds_the_queued_backlog_and_counts_it():
     finally:
         sub.close(linger=0)
         pub.close(linger=0)
+
+
+BAD_TIMING = [
+    ("backlog-zero", {"max_backlog": 0.0}, ValueError, r"max_backlog must be a finite number of seconds > 0, got 0.0"),
+    ("backlog-inf", {"max_backlog": float("inf")}, ValueError, r"max_backlog must be .* got inf"),
+    ("backlog-text", {"max_backlog": "2"}, TypeError, r"max_backlog must be a number of seconds, got '2'"),
+    ("interval-negative", {"read_interval": -0.1}, ValueError, r"read_interval must be .* ≥ 0, got -0.1"),
+    ("interval-none", {"read_interval": None}, TypeError, r"read_interval must be a number of seconds, got None"),
+    ("interval-past-backlog", {"read_interval": 3.0}, ValueError, r"read_interval \(3.0 s\) must be shorter than"),
+]
+
+
+@pytest.mark.parametrize(("options", "error", "match"), [pytest.param(*c[1:], id=c[0]) for c in BAD_TIMING])
+def test_bad_relay_timing_options_are_refused_by_name(options, error, match):
+    with pytest.raises(error, match=match):
+        Relay(Session(_config(), sinks=[]), **options)

@@ -49,6 +49,14 @@ MAX_GAZE_MESSAGES_PER_S = 1000
 _EVENTS, _POLLIN, _RCVMORE = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.RCVMORE)
 
 
+def _seconds(name: str, value: object, *, zero_ok: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, got {value!r}")
+    if not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
+        raise ValueError(f"{name} must be a finite number of seconds {'≥' if zero_ok else '>'} 0, got {value!r}")
+    return float(value)
+
+
 class RemoteUnavailable(Exception):
     """Pupil Remote did not answer in time."""
 
@@ -130,12 +138,12 @@ class Relay:
         read_interval: float = 0.25,
         context: zmq.Context | None = None,
     ) -> None:
-        if not (isinstance(max_backlog, (int, float)) and math.isfinite(max_backlog) and max_backlog > 0):
-            raise ValueError(f"max_backlog must be a finite number of seconds > 0, got {max_backlog!r}")
-        self.max_backlog = float(max_backlog)
-        if not (isinstance(read_interval, (int, float)) and 0 <= read_interval < max_backlog):
-            raise ValueError(f"read_interval must be a number of seconds in [0, max_backlog), got {read_interval!r}")
-        self.read_interval = float(read_interval)
+        self.max_backlog = _seconds("max_backlog", max_backlog)
+        self.read_interval = _seconds("read_interval", read_interval, zero_ok=True)
+        if self.read_interval >= self.max_backlog:
+            raise ValueError(
+                f"read_interval ({read_interval!r} s) must be shorter than max_backlog ({max_backlog!r} s)"
+            )
         if not isinstance(session, Session):
             raise TypeError(f"session must be a Session, got {type(session).__name__}")
         self.session = session

@@ -26,6 +26,8 @@ class ReleaseHold:
 
     Raises
     ------
+    TypeError
+        ``offset`` is not a number.
     ValueError
         ``offset`` is negative or not finite, named with its value.
 
