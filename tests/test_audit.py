@@ -195,3 +195,33 @@ def test_laplace_scale_interval_covers_the_scale():
     intervals = [laplace_scale_interval(np.abs(rng.laplace(0, 3.0, 500)), 0.05) for _ in range(300)]
     covered = [lo <= 3.0 <= hi for lo, _, hi in intervals]
     assert 0.92 <= np.mean(covered) <= 0.99
+
+
+# ---------------------------------------------------------------- features of weight 0
+
+TASK = default_profile("task")
+
+
+class DCFPARawDroppedFeatures(DCFPA):
+    """Features of weight 0 released as the raw (clipped) values instead of public constants."""
+
+    def privatize(self, x, rng):
+        out = super().privatize(x, rng)
+        dropped = ~self.bounds.released
+        y = np.array(out.values)
+        y[:, dropped] = np.clip(np.asarray(x, dtype=np.float64), self.bounds.lo, self.bounds.hi)[:, dropped]
+        return MechanismOutput(y, out.clipped_fraction, out.k)
+
+
+def test_the_task_allocation_passes_with_its_public_constants():
+    mech = make_mechanism("dcfpa", epsilon=10.0, bounds=TASK, chunk_length=32)
+    assert 0 < TASK.released.sum() < TASK.released.size
+    report = audit_mechanism(mech, **FAST)
+    assert report.epsilon_claimed > 0 and report.verdict == "pass", report
+
+
+def test_a_feature_of_weight_0_that_varies_with_the_data_fails(register):
+    mech = register(DCFPARawDroppedFeatures)(epsilon=10.0, bounds=TASK, chunk_length=32)
+    report = audit_mechanism(mech, **FAST)
+    assert report.verdict == "fail"
+    assert report.scale_epsilon == float("inf") or report.epsilon_lower_bound > report.epsilon_claimed
