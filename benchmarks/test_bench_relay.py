@@ -6,8 +6,8 @@ process speaking Pupil Remote.
   the relay as it runs (``Relay.run``: features, DCFPA, publishing, reads paced away from
   deadlines) consume the same bursty stream at 20× real time; each reports the CPU seconds its
   process spent (``time.process_time``), and the summary prints bare / relay (target: relay ≥
-  0.8× the bare loop, i.e. the ratio ≥ 0.8). Read every burst instead (``_drain`` per poll),
-  the relay measured 0.46–0.75×: the feature stages cost ~12 µs per message at 200 Hz.
+  0.8× the bare loop, i.e. the ratio ≥ 0.8). Read every burst instead (``read_interval=0``),
+  the relay measured 0.74×: it decodes what the bare loop does and runs the feature stages.
 - Latency: from the relay's receipt of the gaze datum that makes a chunk due (the first whose
   running newest timestamp reaches the public deadline, last step + reorder window + slack) to
   the release's arrival at a subscriber in another process, over ≥ 500 releases; p50/p90/p99/max
@@ -17,7 +17,8 @@ process speaking Pupil Remote.
   window and slack, configuration) are reported beside it.
 - CPU at a real 120, 200 and 400 Hz: the relay's own loop (``Relay.run``, read pacing included)
   paced by the stand-in Capture, CPU seconds per second over 40 s of steady state (after 40 s
-  that fill the first window; releases included) (target ≤ 1 % of one core at 200 Hz).
+  that fill the first window; releases included; the main thread asleep until the stream's last
+  second) (target ≤ 1 % of one core at 200 Hz).
 - Flood: 1M messages flat out into a relay in its own process (:mod:`benchmarks.relay_process`,
   importing only what ``streamdp relay`` imports) whose app subscribes and never reads: RSS with
   the session built, peak RSS over the flood, RSS after (targets peak ≤ 120 MB, after < 80 MB).
