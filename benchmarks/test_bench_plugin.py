@@ -33,6 +33,7 @@ def frames() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("role", ["baseline", "candidate"])
 def test_plugin_cost_per_world_frame(benchmark, frames, role):
+    benchmark.group = GROUP
     with capture_plugin_environment() as env:
         g_pool = env.world.make_g_pool(None)
         env.plugin.Plugin_List(g_pool, [(env.module.StreamDP, {"seed": 0})])
@@ -57,7 +58,6 @@ def test_plugin_cost_per_world_frame(benchmark, frames, role):
         per_frame, cpu, released = benchmark.pedantic(run, rounds=1, iterations=1)
     ms = 1000.0 * np.percentile(per_frame, [50, 90, 99, 100])
     share = 100.0 * cpu / SECONDS
-    benchmark.group = GROUP
     benchmark.extra_info.update(
         role=role,
         cpu_s=cpu,
