@@ -190,18 +190,15 @@ class GazeBatch:
         return float(self.t[-1] - self.t[0]) if len(self) else 0.0
 
     def slice(self, start: int, stop: int) -> GazeBatch:
-        """Rows ``start:stop`` as a new batch (views, no copy)."""
-        return GazeBatch(
-            self.t[start:stop],
-            self.x[start:stop],
-            self.y[start:stop],
-            self.confidence[start:stop],
-            self.diameter[start:stop],
-            self.eye_id[start:stop],
-            self.valid[start:stop],
-            self.diameter_unit,
-            self.source,
-        )
+        """Rows ``start:stop`` as a new batch (read-only views, no copy)."""
+        # rows of a checked batch are checked: no second pass over them (the stages cut a long
+        # batch at every chunk, and checking each remainder again was quadratic in its length)
+        part = object.__new__(GazeBatch)
+        for name in ("t", "x", "y", "confidence", "diameter", "eye_id", "valid"):
+            object.__setattr__(part, name, getattr(self, name)[start:stop])
+        object.__setattr__(part, "diameter_unit", self.diameter_unit)
+        object.__setattr__(part, "source", self.source)
+        return part
 
     def split(self, sizes: ArrayLike) -> list[GazeBatch]:
         """Split into consecutive batches at the given cumulative row indices."""

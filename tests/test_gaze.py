@@ -57,3 +57,19 @@ def test_concat_refuses_mixed_diameter_units():
     b = GazeBatch.from_arrays(t=[1.0], x=[0.5], y=[0.5], diameter_unit="px")
     with pytest.raises(InputError, match="diameter units"):
         GazeBatch.concat([a, b])
+
+
+def test_a_slice_is_a_read_only_view_with_every_field_and_the_unit():
+    b = GazeBatch.from_arrays(
+        t=np.arange(10.0), x=np.linspace(0, 1, 10), y=np.zeros(10), diameter=np.full(10, 3.0),
+        eye_id=np.arange(10) % 2, diameter_unit="mm", source="test",
+    )  # fmt: skip
+    part = b.slice(2, 7)
+    assert isinstance(part, GazeBatch) and len(part) == 5
+    for name in ("t", "x", "y", "confidence", "diameter", "eye_id", "valid"):
+        whole, sliced = getattr(b, name), getattr(part, name)
+        assert np.array_equal(sliced, whole[2:7]) and np.shares_memory(sliced, whole)
+        with pytest.raises(ValueError):
+            sliced[0] = sliced[1]
+    assert (part.diameter_unit, part.source) == ("mm", "test")
+    assert len(b.slice(5, 5)) == 0
