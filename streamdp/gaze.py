@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -194,10 +194,9 @@ class GazeBatch:
         # rows of a checked batch are checked: no second pass over them (the stages cut a long
         # batch at every chunk, and checking each remainder again was quadratic in its length)
         part = object.__new__(GazeBatch)
-        for name in ("t", "x", "y", "confidence", "diameter", "eye_id", "valid"):
-            object.__setattr__(part, name, getattr(self, name)[start:stop])
-        object.__setattr__(part, "diameter_unit", self.diameter_unit)
-        object.__setattr__(part, "source", self.source)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            object.__setattr__(part, f.name, value[start:stop] if isinstance(value, np.ndarray) else value)
         return part
 
     def split(self, sizes: ArrayLike) -> list[GazeBatch]:

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import msgpack
 import zmq
 
+from ..checks import check_seconds
 from ..privacy.release import PrivateRelease, check_sealed
 from ..session import Session, SessionCounters
 from ..status import SessionStatus, StatusEvent
@@ -47,14 +48,6 @@ MAX_GAZE_MESSAGES_PER_S = 1000
 
 # plain ints: pyzmq's enums cost more than the check itself
 _NOBLOCK, _RCVMORE = int(zmq.NOBLOCK), int(zmq.RCVMORE)
-
-
-def _seconds(name: str, value: object, *, zero_ok: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, got {value!r}")
-    if not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
-        raise ValueError(f"{name} must be a finite number of seconds {'≥' if zero_ok else '>'} 0, got {value!r}")
-    return float(value)
 
 
 class RemoteUnavailable(Exception):
@@ -138,8 +131,8 @@ class Relay:
         read_interval: float = 0.25,
         context: zmq.Context | None = None,
     ) -> None:
-        self.max_backlog = _seconds("max_backlog", max_backlog)
-        self.read_interval = _seconds("read_interval", read_interval, zero_ok=True)
+        self.max_backlog = check_seconds("max_backlog", max_backlog)
+        self.read_interval = check_seconds("read_interval", read_interval, zero_ok=True)
         if self.read_interval >= self.max_backlog:
             raise ValueError(
                 f"read_interval ({read_interval!r} s) must be shorter than max_backlog ({max_backlog!r} s)"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from ..checks import check_seconds
 from ..privacy.release import PrivateRelease
 
 __all__ = ["ReleaseHold"]
@@ -42,11 +43,7 @@ class ReleaseHold:
     """
 
     def __init__(self, offset: float) -> None:
-        if isinstance(offset, bool) or not isinstance(offset, (int, float)):
-            raise TypeError(f"offset must be a number of seconds, got {offset!r}")
-        if not (math.isfinite(offset) and offset >= 0):
-            raise ValueError(f"offset must be finite and ≥ 0, got {offset!r}")
-        self.offset = float(offset)
+        self.offset = check_seconds("offset", offset, zero_ok=True)
         self._held: deque[PrivateRelease] = deque()
         #: the newest source time known (gaze received or a clock a shell gave)
         self.clock = -math.inf
