@@ -1,0 +1,417 @@
+"""Is this deployment private? Where raw gaze is reachable, and what streamdp itself serves.
+
+streamdp's published bytes are private; Pupil Capture beside it is not, unless the deployment
+closes it: Capture binds Pupil Remote (``tcp://*:50020``) and its IPC backbone (``tcp://*:*``) on
+every interface, and the backbone carries raw gaze. :func:`check_deployment` asks Pupil Remote for
+the backbone's ports, finds where each port is bound in the system's table of listening sockets
+(:mod:`streamdp.network.listening`), and looks at streamdp's own side: the sanitized endpoint
+(CURVE on or off), the owner's status endpoint (loopback or ipc only), the durable ledger (ε
+spent and left) and whether the noise is seeded. :func:`check_ports` is the same check for a
+caller that already knows Capture's ports (the Capture plugin).
+
+The verdict's exit code: 0 private, 1 raw gaze (or what stands for it) reachable beyond
+loopback, 2 could not check. A port bound to every interface counts as reachable even behind a
+host firewall: streamdp cannot read firewall rules, so it says so and prints the commands that
+would close the ports (:mod:`streamdp.network.firewall`), never running them.
+
+Examples
+--------
+>>> report = check_ports({}, sanitized="tcp://127.0.0.1:5570", status="tcp://127.0.0.1:5571")
+>>> report.exit_code, report.verdict.split(":")[0]
+(0, 'private')
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import zmq
+
+from .firewall import firewall_commands
+from .listening import ListeningSocket, ListeningTableUnavailable, listening_sockets
+
+__all__ = [
+    "EXIT_PRIVATE",
+    "EXIT_RAW_REACHABLE",
+    "EXIT_UNCHECKED",
+    "DeploymentReport",
+    "Finding",
+    "check_deployment",
+    "check_ports",
+]
+
+EXIT_PRIVATE, EXIT_RAW_REACHABLE, EXIT_UNCHECKED = 0, 1, 2
+
+#: what reaching each of Capture's ports gives another host
+ROLES = {
+    "Pupil Remote": "answers SUB_PORT to anyone and commands Capture (recording, plugins, its own address)",
+    "SUB_PORT": "Capture's backbone (XPUB): raw gaze to any subscriber",
+    "PUB_PORT": "Capture's backbone (XSUB): anyone may publish into Capture (start_plugin, recording)",
+}
+
+#: a finding's status; only "exposed" and "unknown" change the exit code
+STATUSES = ("ok", "exposed", "unknown", "warning", "note")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing checked: its subject, its status (one of :data:`STATUSES`) and one line of text."""
+
+    subject: str
+    status: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.status:>7}  {self.subject}: {self.text}"
+
+
+@dataclass(frozen=True)
+class DeploymentReport:
+    """The findings, one line each; the verdict, one line; the exit code (0 private, 1 raw gaze
+    reachable beyond loopback, 2 could not check); the firewall commands for the platform
+    (printed, never run)."""
+
+    findings: tuple[Finding, ...]
+    verdict: str
+    exit_code: int
+    firewall_commands: tuple[str, ...] = ()
+    platform: str = sys.platform
+
+    @property
+    def private(self) -> bool:
+        return self.exit_code == EXIT_PRIVATE
+
+    def lines(self) -> list[str]:
+        """The findings, the verdict and any firewall commands, as ``streamdp doctor`` prints them."""
+        out = [str(f) for f in self.findings] + [self.verdict]
+        if self.firewall_commands:
+            out += [f"firewall commands for {self.platform} (printed, not run):", *self.firewall_commands]
+        return out
+
+    def as_json(self) -> str:
+        """One JSON object: ``verdict``, ``exit_code``, ``private``, ``findings`` (``subject``,
+        ``status``, ``text``), ``firewall_commands``, ``platform``."""
+        return json.dumps(
+            {
+                "verdict": self.verdict,
+                "exit_code": self.exit_code,
+                "private": self.private,
+                "findings": [asdict(f) for f in self.findings],
+                "firewall_commands": list(self.firewall_commands),
+                "platform": self.platform,
+            },
+            ensure_ascii=False,
+        )
+
+
+def _where(sockets: list[ListeningSocket]) -> str:
+    return ", ".join(f"{s.address} ({s.scope})" for s in sockets)
+
+
+def _raw_port_finding(name: str, port: int, table: list[ListeningSocket]) -> Finding:
+    subject = f"{name} port {port}"
+    bound = [s for s in table if s.port == port]
+    if not bound:
+        return Finding(
+            subject,
+            "unknown",
+            "not in this machine's table of listening sockets (Capture on another host or network namespace?)",
+        )
+    beyond = [s for s in bound if not s.loopback_only]
+    role = ROLES.get(name, "carries raw gaze")
+    if beyond:
+        return Finding(
+            subject,
+            "exposed",
+            f"listens on {_where(beyond)}: {role}; reachable unless a host firewall drops it (unread)",
+        )
+    return Finding(subject, "ok", f"listens on loopback only ({_where(bound)})")
+
+
+def _host(endpoint: str) -> str | None:
+    """The IP literal or name of a ``tcp://`` endpoint; None for ipc/inproc (this machine only)."""
+    if endpoint.startswith(("ipc://", "inproc://")):
+        return None
+    host = urlsplit(endpoint).hostname or endpoint.partition("://")[2].rpartition(":")[0]
+    return host.strip("[]")
+
+
+def _is_loopback_host(host: str | None) -> bool:
+    if host is None:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # '*', a name or an interface: not provably loopback
+
+
+def _port(endpoint: str) -> int | None:
+    try:
+        return urlsplit(endpoint).port if endpoint.startswith("tcp://") else None
+    except ValueError:
+        return None
+
+
+def _also_listening(endpoint: str, table: list[ListeningSocket] | None) -> str:
+    """A note when the table shows the endpoint's port beyond loopback though it was given as loopback."""
+    port = _port(endpoint)
+    if table is None or port is None:
+        return ""
+    beyond = [s for s in table if s.port == port and not s.loopback_only]
+    return f"; but port {port} also listens on {_where(beyond)} (a relay started with other options?)" if beyond else ""
+
+
+def _endpoint_findings(
+    sanitized: str | None, curve: bool, status: str | None, table: list[ListeningSocket] | None
+) -> list[Finding]:
+    found = []
+    if sanitized is not None:
+        subject = f"sanitized endpoint {sanitized}"
+        if _is_loopback_host(_host(sanitized)):
+            extra = _also_listening(sanitized, table)
+            found.append(Finding(subject, "unknown" if extra else "ok", "this machine only" + extra))
+        elif curve:
+            found.append(Finding(subject, "ok", "beyond loopback, CURVE on: allowed clients only"))
+        else:
+            found.append(
+                Finding(
+                    subject, "warning", "beyond loopback with CURVE off: chunks are private, but any host may subscribe"
+                )
+            )
+    if status is not None:
+        subject = f"status endpoint {status}"
+        if _is_loopback_host(_host(status)):
+            extra = _also_listening(status, table)
+            found.append(Finding(subject, "unknown" if extra else "ok", "this machine only" + extra))
+        else:
+            found.append(
+                Finding(
+                    subject,
+                    "exposed",
+                    "beyond loopback: its counters and clip rate are raw functions of the gaze (loopback/ipc only)",
+                )
+            )
+    return found
+
+
+def _ledger_finding(identity: str | None, ledger_dir: Path | None, budget: float | None) -> Finding:
+    """The durable ledger's total (the one place that reads it: its format is the ledger's own)."""
+    from ..errors import InputError
+    from ..privacy.ledger_store import LedgerStore
+
+    if identity is None:
+        return Finding("ledger", "note", "no identity: ε spent is not kept across restarts (the chunk unit needs none)")
+    try:
+        store = LedgerStore(identity, folder=ledger_dir)
+        spent = store.read().epsilon_spent
+    except (InputError, OSError, TypeError, ValueError) as exc:
+        return Finding("ledger", "unknown", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    text = f"{store.path}: ε {spent:g} spent"
+    if budget is not None:
+        left = max(0.0, budget - spent)
+        text += f" of {budget:g}, {left:g} left" + (" (exhausted: nothing more is released)" if left <= 0 else "")
+    return Finding("ledger", "ok", text)
+
+
+def _verdict(findings: list[Finding], exposed_ports: list[int]) -> tuple[str, int]:
+    exposed = [f for f in findings if f.status == "exposed"]
+    unknown = [f for f in findings if f.status == "unknown"]
+    if exposed:
+        what = "; ".join(f.subject for f in exposed)
+        close = " (firewall commands below close Capture's ports)" if exposed_ports else ""
+        return f"NOT private: reachable beyond loopback: {what}{close}", EXIT_RAW_REACHABLE
+    if unknown:
+        return f"could not check: {unknown[0].subject}: {unknown[0].text}", EXIT_UNCHECKED
+    return "private: raw gaze is reachable from this machine only; apps see only sanitized chunks", EXIT_PRIVATE
+
+
+def check_ports(
+    raw_ports: Mapping[str, int],
+    *,
+    sanitized: str | None = None,
+    curve: bool = False,
+    status: str | None = None,
+    identity: str | None = None,
+    ledger_dir: Path | None = None,
+    budget: float | None = None,
+    seeded: bool = False,
+    platform: str | None = None,
+    proc_net: Path = Path("/proc/net"),
+) -> DeploymentReport:
+    """The deployment check for a caller that knows Capture's raw-gaze ports.
+
+    Parameters
+    ----------
+    raw_ports : mapping of str to int
+        Each port that carries raw gaze or commands Capture, by name: ``"Pupil Remote"``,
+        ``"SUB_PORT"``, ``"PUB_PORT"`` (other names are checked the same way).
+    sanitized, status : str, optional
+        streamdp's sanitized and status endpoints as bound (``tcp://…`` or ``ipc://…``).
+    curve : bool
+        Whether the sanitized endpoint requires CURVE.
+    identity, ledger_dir, budget : optional
+        The durable ledger to read (ε spent and, with ``budget``, left).
+    seeded : bool
+        Whether the noise is seeded (reproducible: not private).
+    platform : str, optional
+        ``sys.platform`` by default: which table of listening sockets and which firewall commands.
+    proc_net : Path
+        Where Linux's ``tcp``/``tcp6`` tables are.
+
+    Raises
+    ------
+    TypeError
+        A port is not an int, ``curve`` or ``seeded`` not a bool.
+    ValueError
+        A port is outside 1–65535.
+    """
+    for name, port in raw_ports.items():
+        if isinstance(port, bool) or not isinstance(port, int):
+            raise TypeError(f"raw_ports[{name!r}] must be an int port, got {port!r}")
+        if not 1 <= port <= 65535:
+            raise ValueError(f"raw_ports[{name!r}] must be a port 1–65535, got {port!r}")
+    for flag, value in (("curve", curve), ("seeded", seeded)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{flag} must be a bool, got {value!r}")
+    platform = sys.platform if platform is None else platform
+    findings: list[Finding] = []
+    table: list[ListeningSocket] | None = None
+    needs_table = bool(raw_ports) or any(_port(e or "") for e in (sanitized, status))
+    if needs_table:
+        try:
+            table = listening_sockets(platform=platform, proc_net=proc_net)
+        except ListeningTableUnavailable as exc:
+            findings.append(Finding("listening sockets", "unknown", str(exc)))
+    if table is not None:
+        findings += [_raw_port_finding(name, port, table) for name, port in raw_ports.items()]
+    findings += _endpoint_findings(sanitized, curve, status, table)
+    if seeded:
+        findings.append(
+            Finding("noise", "exposed", "seeded: reproducible, not private (whoever knows the seed removes it)")
+        )
+    else:
+        findings.append(Finding("noise", "ok", "from the system's entropy (not seeded)"))
+    findings.append(_ledger_finding(identity, ledger_dir, budget))
+    exposed_subjects = {f.subject for f in findings if f.status == "exposed"}
+    exposed_ports = sorted({port for name, port in raw_ports.items() if f"{name} port {port}" in exposed_subjects})
+    verdict, code = _verdict(findings, exposed_ports)
+    commands = tuple(firewall_commands(platform, exposed_ports)) if exposed_ports else ()
+    return DeploymentReport(tuple(findings), verdict, code, commands, platform)
+
+
+class RemoteUnanswered(Exception):
+    """Pupil Remote did not answer, or not with a port."""
+
+
+def ask_ports(remote: str, *, timeout: float = 1.0, context: zmq.Context | None = None) -> dict[str, int]:
+    """Pupil Remote's port and the backbone's ``SUB_PORT`` and ``PUB_PORT``, asked of ``remote``.
+
+    Raises
+    ------
+    RemoteUnanswered
+        No answer within ``timeout`` seconds, or an answer that is not a port.
+    """
+    ctx = context or zmq.Context.instance()
+    req = ctx.socket(zmq.REQ)
+    req.linger = 0
+    ports = {"Pupil Remote": _port(remote) or 0}
+    try:
+        req.connect(remote)
+        for command in ("SUB_PORT", "PUB_PORT"):
+            req.send_string(command)
+            if not req.poll(int(timeout * 1000)):
+                raise RemoteUnanswered(f"Pupil Remote at {remote} did not answer {command} within {timeout:g} s")
+            answer = req.recv().decode("utf-8", "replace")
+            if not answer.isdigit() or not 1 <= int(answer) <= 65535:
+                raise RemoteUnanswered(f"Pupil Remote at {remote} answered {answer[:40]!r} to {command}, not a port")
+            ports[command] = int(answer)
+    finally:
+        req.close(linger=0)
+    return ports
+
+
+def _absent_or_silent(remote: str, problem: str, platform: str, proc_net: Path) -> str:
+    """Why Pupil Remote did not answer: nothing listens on its port (Capture absent), or something does."""
+    port = _port(remote)
+    if port is None or not _is_loopback_host(_host(remote)):
+        return problem
+    try:
+        table = listening_sockets(platform=platform, proc_net=proc_net)
+    except ListeningTableUnavailable:
+        return problem
+    if not any(s.port == port for s in table):
+        return f"nothing listens on port {port}: is Pupil Capture running, with its Network API plugin, at {remote}?"
+    return f"{problem} (port {port} is open: another program, or Capture busy?)"
+
+
+def check_deployment(
+    *,
+    remote: str,
+    sanitized: str | None = None,
+    curve: bool = False,
+    status: str | None = None,
+    identity: str | None = None,
+    ledger_dir: Path | None = None,
+    budget: float | None = None,
+    seeded: bool = False,
+    timeout: float = 1.0,
+    platform: str | None = None,
+    proc_net: Path = Path("/proc/net"),
+    context: zmq.Context | None = None,
+) -> DeploymentReport:
+    """The whole check: Capture's ports asked of Pupil Remote at ``remote``, then :func:`check_ports`.
+
+    Parameters
+    ----------
+    remote : str
+        Pupil Remote's address, e.g. ``tcp://127.0.0.1:50020``.
+    timeout : float
+        Seconds Pupil Remote has to answer each question.
+    sanitized, curve, status, identity, ledger_dir, budget, seeded, platform, proc_net
+        As for :func:`check_ports`.
+
+    Returns
+    -------
+    DeploymentReport
+        Exit code 2 with one finding when Pupil Remote is absent or does not answer.
+
+    Raises
+    ------
+    TypeError
+        ``remote`` is not a str, ``timeout`` not a number.
+    ValueError
+        ``remote`` is not a ``tcp://host:port`` address, ``timeout`` is not positive.
+    """
+    if not isinstance(remote, str):
+        raise TypeError(f"remote must be a str such as 'tcp://127.0.0.1:50020', got {remote!r}")
+    if not remote.startswith("tcp://") or not _port(remote):
+        raise ValueError(f"remote must be a tcp://host:port address such as 'tcp://127.0.0.1:50020', got {remote!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not 0 < timeout < float("inf"):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    platform = sys.platform if platform is None else platform
+    try:
+        ports = ask_ports(remote, timeout=timeout, context=context)
+    except RemoteUnanswered as exc:
+        text = _absent_or_silent(remote, str(exc), platform, proc_net)
+        finding = Finding(f"Pupil Remote {remote}", "unknown", text)
+        return DeploymentReport((finding,), f"could not check: {finding.subject}: {text}", EXIT_UNCHECKED, (), platform)
+    return check_ports(
+        ports,
+        sanitized=sanitized,
+        curve=curve,
+        status=status,
+        identity=identity,
+        ledger_dir=ledger_dir,
+        budget=budget,
+        seeded=seeded,
+        platform=platform,
+        proc_net=proc_net,
+    )
