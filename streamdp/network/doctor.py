@@ -131,7 +131,7 @@ def _raw_port_finding(name: str, port: int, table: list[ListeningSocket]) -> Fin
             "exposed",
             f"listens on {_where(beyond)}: {role}; reachable unless a host firewall drops it (unread)",
         )
-    return Finding(subject, "ok", f"listens on loopback only ({_where(bound)})")
+    return Finding(subject, "ok", f"listens on loopback only ({', '.join(s.address for s in bound)})")
 
 
 def _host(endpoint: str) -> str | None:
@@ -346,7 +346,7 @@ def _absent_or_silent(remote: str, problem: str, platform: str, proc_net: Path) 
     except ListeningTableUnavailable:
         return problem
     if not any(s.port == port for s in table):
-        return f"nothing listens on port {port}: is Pupil Capture running, with its Network API plugin, at {remote}?"
+        return f"nothing listens on port {port}: is Pupil Capture running, with its Network API plugin?"
     return f"{problem} (port {port} is open: another program, or Capture busy?)"
 
 

@@ -2,11 +2,13 @@
 
 What it serves, as Capture does (DESIGN.md §2):
 
-- **Pupil Remote** on a REQ/REP socket: ``SUB_PORT`` and ``PUB_PORT`` answer the backbone's ports,
-  ``t`` the current Pupil time (running between datums), ``T <time>`` sets it ("Timesync
-  successful."), ``R [name]``/``r`` and ``C``/``c`` notify ``recording.should_start``/``stop`` and
-  ``calibration.should_start``/``stop`` on the backbone ("OK"), ``v`` the version, and any
-  multi-frame request is forwarded onto the backbone ("Message forwarded."), as Capture answers.
+- **Pupil Remote** (:mod:`streamdp.network.simulated_remote`): Capture's answers (``SUB_PORT``,
+  ``PUB_PORT``, ``t`` running between datums, ``T``, ``R``/``r``, ``C``/``c``, ``v``, forwarding),
+  binding and restarts (:meth:`CaptureSimulator.restart_remote`, as its menu; ``start_plugin``/
+  ``stop_plugin`` naming ``NetworkApiPlugin``), announced only by Capture's log records.
+- **Binding**: Capture binds Pupil Remote on ``*`` and its backbone on ``tcp://*:*`` (every
+  interface); the simulator binds loopback unless given ``remote_host="*"``, ``backbone_host="*"``:
+  it serves real recordings and runs in tests, so exposing them to the network is asked for.
 - **The IPC backbone**: an XSUB socket apps publish into (``PUB_PORT``) and an XPUB socket apps
   subscribe to (``SUB_PORT``), with everything published forwarded to the subscribers.
 - **Datums** with Capture's topics, field names and types, encoded by
@@ -34,6 +36,7 @@ demo that needs every datum asks for ``hwm=0`` (unlimited) and ``wait_for_subscr
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -45,11 +48,13 @@ import zmq
 
 from ..gaze import Recording
 from ..pupil_wire import capture_datums, encode, recording_datums
-from .sink import bind, bind_error
+from .simulated_remote import PUPIL_VERSION, PupilRemoteServer, bind_retrying, plugin_request
+from .sink import bind
 
 log = logging.getLogger(__name__)
 
-PUPIL_VERSION = "3.5.1"
+__all__ = ["CAPTURE_HWM", "PUPIL_VERSION", "CaptureSimulator", "SimulatorPorts"]
+
 #: the high-water mark of Capture's backbone (ZeroMQ's default)
 CAPTURE_HWM = 1000
 _FEED = "inproc://streamdp-simulator-feed-{}"
@@ -71,26 +76,6 @@ def _shifted(datum: dict[str, Any], shift: float) -> dict[str, Any]:
     return out
 
 
-def _bind_retrying(sock: zmq.Socket, address: str, patience: float = 3.0) -> None:
-    """Bind, waiting out a previous owner of the port: ZeroMQ releases a closed socket's port
-    asynchronously, so a Capture restarted on 50020 may find it still taken for a moment.
-
-    Raises
-    ------
-    InputError
-        The port is still taken after ``patience`` seconds, or the address cannot be bound.
-    """
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            sock.bind(address)
-            return
-        except zmq.ZMQError as exc:
-            if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
-                raise bind_error(address, exc) from None
-            time.sleep(0.05)
-
-
 class CaptureSimulator:
     """Pupil Capture's Network API on loopback, fed by ``recording``. Use as a context manager or
     call :meth:`start` and :meth:`stop`.
@@ -101,6 +86,9 @@ class CaptureSimulator:
         The gaze (and blinks) to play.
     host : str
         Interface to bind (loopback by default).
+    remote_host, backbone_host : str, optional
+        Where Pupil Remote and the backbone bind (default: ``host``); ``"*"`` for both is
+        Capture's binding (every interface).
     remote_port : int
         Pupil Remote's port (0: any free port).
     speed : float
@@ -140,6 +128,8 @@ class CaptureSimulator:
         recording: Recording,
         *,
         host: str = "127.0.0.1",
+        remote_host: str | None = None,
+        backbone_host: str | None = None,
         remote_port: int = 0,
         speed: float = 1.0,
         wait_for_subscriber: bool = False,
@@ -161,6 +151,10 @@ class CaptureSimulator:
             raise ValueError(f"remote_port must be a port number 0–65535 (0: any free port), got {remote_port!r}")
         self.recording = recording
         self.host = host
+        self.remote_host = host if remote_host is None else remote_host
+        self.backbone_host = host if backbone_host is None else backbone_host
+        self._remote: PupilRemoteServer | None = None
+        self._restarts: queue.Queue[tuple[str, int | None, threading.Event]] = queue.Queue()
         self.speed = float(speed)
         self.wait_for_subscriber = wait_for_subscriber
         self.hwm = hwm
@@ -193,7 +187,26 @@ class CaptureSimulator:
 
     @property
     def remote_address(self) -> str:
-        return f"tcp://{self.host}:{self.ports.remote}"
+        """Where a local app connects to Pupil Remote (``127.0.0.1`` when bound on every interface,
+        as Capture's menu says "Connect locally")."""
+        host = self._remote.host if self._remote is not None else self.remote_host
+        return f"tcp://{'127.0.0.1' if host in ('*', '0.0.0.0') else host}:{self.ports.remote}"
+
+    def restart_remote(self, *, host: str, port: int | None = None, timeout: float = 5.0) -> None:
+        """Restart Pupil Remote's server on ``host`` (and ``port``; default: the current one) as
+        Capture's Network API menu does: stop, bind again (a failed bind falls back to
+        ``tcp://*:*``), announced only by Capture's log records on the backbone. Returns once
+        the new socket is bound.
+
+        Raises
+        ------
+        TimeoutError
+            The simulator's broker did not restart it within ``timeout`` seconds (not running).
+        """
+        done = threading.Event()
+        self._restarts.put((host, port, done))
+        if not done.wait(timeout):
+            raise TimeoutError(f"Pupil Remote was not restarted within {timeout:g} s (is the simulator running?)")
 
     def start(self) -> None:
         """Bind Pupil Remote and the backbone and start serving.
@@ -204,29 +217,29 @@ class CaptureSimulator:
             Pupil Remote's port is taken (after waiting briefly for a previous owner to let go)
             or the host cannot be bound, named with the address; nothing is left open.
         """
-        rep = self._ctx.socket(zmq.REP)
         xsub = self._ctx.socket(zmq.XSUB)
         xpub = self._ctx.socket(zmq.XPUB)
         pull = self._ctx.socket(zmq.PULL)
-        for s in (rep, xsub, xpub, pull):
+        for s in (xsub, xpub, pull):
             s.linger = 0
         xpub.sndhwm = self.hwm
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
+        remote = PupilRemoteServer(
+            self._ctx, host=self.remote_host, port=self._remote_port, publish=xpub.send_multipart, bind=bind_retrying
+        )
         try:
-            if self._remote_port:
-                _bind_retrying(rep, f"tcp://{self.host}:{self._remote_port}")
-                remote = self._remote_port
-            else:
-                remote = int(bind(rep, f"tcp://{self.host}:0").rsplit(":", 1)[1])
-            pub_port = int(bind(xsub, f"tcp://{self.host}:0").rsplit(":", 1)[1])
-            sub_port = int(bind(xpub, f"tcp://{self.host}:0").rsplit(":", 1)[1])
+            remote.start(self.remote_host, self._remote_port, announce=False)
+            pub_port = int(bind(xsub, f"tcp://{self.backbone_host}:0").rsplit(":", 1)[1])
+            sub_port = int(bind(xpub, f"tcp://{self.backbone_host}:0").rsplit(":", 1)[1])
             pull.bind(self._feed_address)
         except BaseException:
-            for s in (rep, xsub, xpub, pull):
+            remote.stop(announce=False)
+            for s in (xsub, xpub, pull):
                 s.close(linger=0)
             raise
-        self.ports = SimulatorPorts(remote, sub_port, pub_port)
-        broker = threading.Thread(target=self._broker, args=(rep, xsub, xpub, pull), name="capture-broker", daemon=True)
+        self._remote = remote
+        self.ports = SimulatorPorts(remote.port, sub_port, pub_port)
+        broker = threading.Thread(target=self._broker, args=(xsub, xpub, pull), name="capture-broker", daemon=True)
         feeder = threading.Thread(target=self._feeder, name="capture-feeder", daemon=True)
         self._threads = [broker, feeder]
         broker.start()
@@ -269,15 +282,22 @@ class CaptureSimulator:
 
     # -------------------------------------------------------------- threads
 
-    def _broker(self, rep: zmq.Socket, xsub: zmq.Socket, xpub: zmq.Socket, pull: zmq.Socket) -> None:
+    def _broker(self, xsub: zmq.Socket, xpub: zmq.Socket, pull: zmq.Socket) -> None:
+        remote = self._remote
+        assert remote is not None
         poller = zmq.Poller()
-        for s in (rep, xsub, xpub, pull):
+        for s in (xsub, xpub, pull):
             poller.register(s, zmq.POLLIN)
+        serving = remote.socket
+        if serving is not None:
+            poller.register(serving, zmq.POLLIN)
         try:
             while not self._stop.is_set():
                 for sock, _ in poller.poll(50):
-                    if sock is rep:
-                        self._remote_request(rep, xpub)
+                    if serving is not None and sock is serving:
+                        frames = serving.recv_multipart()
+                        serving.send_string(self._answer(remote, frames))
+                        self._plugin_request(remote, frames)
                     elif sock is xpub:
                         frame = xpub.recv()
                         topic = frame[1:]
@@ -285,59 +305,41 @@ class CaptureSimulator:
                             self._subscribed.set()
                         xsub.send(frame)  # subscriptions travel upstream to publishers
                     elif sock is xsub:
-                        xpub.send_multipart(xsub.recv_multipart())
-                    else:
+                        frames = xsub.recv_multipart()
+                        xpub.send_multipart(frames)
+                        self._plugin_request(remote, frames)
+                    elif sock is pull:
                         xpub.send_multipart(pull.recv_multipart())
                         self.published += 1
+                while not self._restarts.empty():  # the menu's restarts, asked from other threads
+                    host, port, done = self._restarts.get_nowait()
+                    remote.restart(host, port)
+                    done.set()
+                if remote.socket is not serving:  # restarted: serve the new socket
+                    if serving is not None:
+                        poller.unregister(serving)
+                    serving = remote.socket
+                    if serving is not None:
+                        poller.register(serving, zmq.POLLIN)
+                    self.ports = SimulatorPorts(remote.port, self.ports.sub, self.ports.pub)
         finally:
-            for s in (rep, xsub, xpub, pull):
+            remote.stop(announce=False)
+            for s in (xsub, xpub, pull):
                 s.close(linger=0)
 
-    def _remote_request(self, rep: zmq.Socket, xpub: zmq.Socket) -> None:
-        frames = rep.recv_multipart()
-        if len(frames) >= 2:  # Capture forwards any multi-frame request onto the backbone
-            xpub.send_multipart(frames)
-            rep.send_string("Message forwarded.")
-            return
-        try:
-            cmd = frames[0].decode()
-        except UnicodeDecodeError:
-            rep.send_string("Unknown command.")
-            return
-        if cmd == "SUB_PORT":
-            rep.send_string(str(self.ports.sub))
-        elif cmd == "PUB_PORT":
-            rep.send_string(str(self.ports.pub))
-        elif cmd.startswith("T"):
-            try:
-                target = float(cmd[2:])
-            except ValueError:
-                rep.send_string(f"'{cmd[2:]}' cannot be converted to float.")
-            else:
-                self._set_time(target)
-                rep.send_string("Timesync successful.")
-        elif cmd.startswith("t"):
-            rep.send_string(repr(self.pupil_time()))
-        elif cmd.startswith("R"):
-            self.recording_active = True
-            self._notify(xpub, {"subject": "recording.should_start", "session_name": cmd[2:]})
-            rep.send_string("OK")
-        elif cmd.startswith("r"):
-            self.recording_active = False
-            self._notify(xpub, {"subject": "recording.should_stop"})
-            rep.send_string("OK")
-        elif cmd in ("C", "c"):
-            self._notify(xpub, {"subject": "calibration.should_start" if cmd == "C" else "calibration.should_stop"})
-            rep.send_string("OK")
-        elif cmd == "v":
-            rep.send_string(PUPIL_VERSION)
-        else:
-            rep.send_string("Unknown command.")
+    def _answer(self, remote: PupilRemoteServer, frames: list[bytes]) -> str:
+        def recording(active: bool) -> None:
+            self.recording_active = active
 
-    def _notify(self, xpub: zmq.Socket, notification: dict[str, Any]) -> None:
-        """What Pupil Remote's commands do in Capture: a notification on the backbone."""
-        payload = {**notification, "topic": "notify." + notification["subject"]}
-        xpub.send_multipart([payload["topic"].encode(), msgpack.packb(payload, use_bin_type=True)])
+        ports = (self.ports.sub, self.ports.pub)
+        return remote.answer(frames, ports=ports, now=self.pupil_time, set_time=self._set_time, on_recording=recording)
+
+    @staticmethod
+    def _plugin_request(remote: PupilRemoteServer, frames: list[bytes]) -> None:
+        """Capture's world process replaces (or stops) its Network API plugin when notified."""
+        request = plugin_request(frames)
+        if request is not None:
+            remote.replace_plugin(*request)
 
     def _feeder(self) -> None:
         push = self._ctx.socket(zmq.PUSH)

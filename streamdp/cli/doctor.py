@@ -1,0 +1,93 @@
+"""``streamdp doctor``: is this setup private?
+
+It asks Pupil Remote (``--remote``) for Capture's backbone ports, finds where each listens in the
+system's table of listening sockets, and looks at streamdp's own side as the relay would run it:
+the sanitized endpoint (``--bind``, CURVE on with ``--curve-secret``/``--curve-clients``), the
+owner's status endpoint (``--status-bind``), the durable ledger (``--identity``, ``--ledger-dir``,
+``--budget``) and seeded noise (``--seed``). A relay's own command line with ``relay`` replaced by
+``doctor`` checks that relay's deployment.
+
+It prints one line per finding, a one-line verdict and, when Capture's ports are reachable from
+other hosts, the firewall commands that would close them (printed, never run); ``--json`` prints
+one JSON object instead. Exit status: 0 private, 1 raw gaze reachable beyond loopback, 2 could
+not check (Capture absent, Pupil Remote silent, no table of listening sockets): never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .options import add_config_file_option, add_config_options, checked, config_from
+from .parsing import POSITIVE
+
+#: ``streamdp doctor``'s exit status when it cannot check (bad options exit 2 as well)
+EXIT_UNCHECKED = 2
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser(
+        "doctor", help="is this setup private? where raw gaze is reachable, and what streamdp serves"
+    )
+    p.add_argument("--remote", default="tcp://127.0.0.1:50020", help="Pupil Remote's address (as the relay's)")
+    p.add_argument("--bind", default="tcp://127.0.0.1:5570", help="the relay's sanitized endpoint")
+    p.add_argument("--status-bind", default="tcp://127.0.0.1:5571", help="the relay's status endpoint")
+    p.add_argument("--curve-secret", help="the relay's CURVE secret certificate (CURVE on when given)")
+    p.add_argument("--curve-clients", help="folder of allowed clients' public certificates")
+    p.add_argument("--insecure", action="store_true", help="as the relay's (a non-loopback bind without CURVE)")
+    p.add_argument(
+        "--publish-reproducible-noise-not-private", action="store_true", help="as the relay's (seeded noise published)"
+    )
+    p.add_argument(
+        "--neon",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="HOST[:PORT]",
+        help="gaze from a Neon or Invisible: no Pupil Capture to check on this machine",
+    )
+    p.add_argument("--timeout", type=POSITIVE, default=1.0, help="seconds Pupil Remote has to answer")
+    p.add_argument("--json", action="store_true", help="one JSON object: verdict, exit_code, findings, firewall")
+    add_config_file_option(p)
+    add_config_options(p, ["privacy", "features", "live"])
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..network.doctor import Finding, check_deployment, check_ports
+    from ..network.subscriber import check_address
+
+    config = checked(config_from(args))
+    if bool(args.curve_secret) != bool(args.curve_clients):
+        from ..errors import StreamdpError
+
+        raise StreamdpError("CURVE needs both --curve-secret and --curve-clients")
+    side = {
+        "sanitized": args.bind,
+        "curve": bool(args.curve_secret),
+        "status": args.status_bind,
+        "identity": config.identity,
+        "ledger_dir": Path(config.ledger_dir) if config.ledger_dir else None,
+        "budget": config.budget,
+        "seeded": config.seed is not None,
+    }
+    if args.neon is None:
+        check_address(args.remote, example="tcp://127.0.0.1:50020")
+        report = check_deployment(remote=args.remote, timeout=args.timeout, **side)
+    else:
+        report = check_ports({}, **side)
+        device = Finding(
+            f"{'device ' + args.neon if args.neon else 'Neon/Invisible'}",
+            "note",
+            "its Companion app serves raw gaze to its own network: not checked here (docs/threat-model.md)",
+        )
+        report = type(report)((device, *report.findings), report.verdict, report.exit_code, (), report.platform)
+    if args.json:
+        print(report.as_json())
+    elif report.exit_code == EXIT_UNCHECKED:
+        print(f"streamdp doctor: {report.verdict}", file=sys.stderr)  # one line: what could not be checked
+    else:
+        for line in report.lines():
+            print(line)
+    return report.exit_code
