@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import StreamdpError
-from . import audit, demo, evaluate, features, heatmap, install_plugin, relay, replay, simulate, subscribe
+from . import audit, demo, doctor, evaluate, features, heatmap, install_plugin, relay, replay, simulate, subscribe
 from .common import MissingExtra
 from .console import (
     EXIT_SIGINT,
