@@ -41,7 +41,7 @@ from .parsing import HelpFormatter, Parser, add_verbosity, verbosity
 log = logging.getLogger(__name__)
 
 #: the commands, in the order ``streamdp --help`` lists them
-COMMANDS = (features, demo, simulate, relay, subscribe, replay, evaluate, audit, heatmap, install_plugin)
+COMMANDS = (features, demo, simulate, relay, doctor, subscribe, replay, evaluate, audit, heatmap, install_plugin)
 
 
 def build_parser() -> argparse.ArgumentParser:
