@@ -257,7 +257,10 @@ class Accountant:
         """
         store = self.store
         if store is not None:
-            state = store.charge(self.epsilon_chunk, keep=self._keep, check=self._refuse_if_spent)
+            state = store.charge(
+                self.epsilon_chunk, keep=self._keep, check=self._refuse_if_spent,
+                unit=self.unit.kind, budget=self.unit.budget, w=self.unit.w,
+            )  # fmt: skip
             self._load(state)
         else:
             why = self._refusal(self.spent, self._recent, self.released)
