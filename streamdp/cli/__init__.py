@@ -25,7 +25,20 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import StreamdpError
-from . import audit, demo, doctor, evaluate, features, heatmap, install_plugin, relay, replay, simulate, subscribe
+from . import (
+    audit,
+    budget,
+    demo,
+    doctor,
+    evaluate,
+    features,
+    heatmap,
+    install_plugin,
+    relay,
+    replay,
+    simulate,
+    subscribe,
+)
 from .common import MissingExtra
 from .console import (
     EXIT_SIGINT,
@@ -41,7 +54,20 @@ from .parsing import HelpFormatter, Parser, add_verbosity, verbosity
 log = logging.getLogger(__name__)
 
 #: the commands, in the order ``streamdp --help`` lists them
-COMMANDS = (features, demo, simulate, relay, doctor, subscribe, replay, evaluate, audit, heatmap, install_plugin)
+COMMANDS = (
+    features,
+    demo,
+    simulate,
+    relay,
+    doctor,
+    subscribe,
+    replay,
+    evaluate,
+    audit,
+    budget,
+    heatmap,
+    install_plugin,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

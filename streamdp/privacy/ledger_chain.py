@@ -13,8 +13,9 @@ from an old-format file); every later record is a ``charge``.
 the file, the line and what is wrong) a line that is not a record, a record of another identity, a
 record number out of order, a record whose ``prev`` is not the hash of the line before it (edited),
 a total that went down or does not add up. An incomplete last line (no newline) is the torn write
-of an append a crash interrupted: it is reported (``Chain.torn``), not counted, and the store
-decides with the folder's index whether it may be dropped (:mod:`streamdp.privacy.ledger_store`).
+of an append a crash interrupted: it is reported (``Chain.torn``, and whether it can be
+the beginning of a charge), not counted, and the store decides with the folder's index whether it
+may be dropped (:mod:`streamdp.privacy.ledger_store`).
 
 Examples
 --------
@@ -73,6 +74,8 @@ class Chain:
     head: str = GENESIS
     length: int = 0
     torn: int = 0
+    #: whether the incomplete last line can be the beginning of a charge (else it is damage)
+    torn_is_append: bool = True
     first: dict[str, Any] | None = None
     last: dict[str, Any] | None = None
     last_line: bytes = b""
@@ -180,11 +183,13 @@ def verify_chain(
         first = rec if seq == 0 else first
         last, last_line = rec, line
         seq += 1
-    if tail and not (tail.startswith(_CHARGE_START) or _CHARGE_START.startswith(tail)):
-        raise LedgerError(
-            f"{path}: line {seq + 1}: an incomplete last line that is no record's beginning (damaged); {fix}"
-        )
-    return Chain(seq, state, head, chain.length + len(data) - len(tail), len(tail), first, last, last_line, hashes)
+    length = chain.length + len(data) - len(tail)
+    return Chain(seq, state, head, length, len(tail), append_begun(tail), first, last, last_line, hashes)
+
+
+def append_begun(tail: bytes) -> bool:
+    """Whether an incomplete last line can be the beginning of an appended charge (a torn write)."""
+    return tail.startswith(_CHARGE_START) or _CHARGE_START.startswith(tail)
 
 
 def _parse(line: bytes, where: str, fix: str) -> dict[str, Any]:

@@ -297,7 +297,7 @@ class LedgerStore:
             if entry is not None:
                 raise LedgerError(
                     f"{self._path}: the ledger vanished while the folder's index remembers it ({entry.records} "
-                    f"records, ε spent {entry.epsilon_spent:g}, last hash {entry.head[:16]}…): restore the file, "
+                    f"record(s), ε spent {entry.epsilon_spent:g}, last hash {entry.head[:16]}…): restore the file, "
                     f"or start over knowingly with `streamdp budget reset {self._identity}`"
                 ) from None
             self._known = None
@@ -337,18 +337,22 @@ class LedgerStore:
                     f"{self._path}: the folder's index ({index}) does not know this ledger of {chain.records} "
                     f"records (the index was deleted or edited, or the file was put here): {fix}"
                 )
-            return
-        if chain.records < entry.records:
+        elif chain.records < entry.records:
             torn = " and an incomplete last line" if chain.torn else ""
             raise LedgerError(
-                f"{self._path}: truncated: the file holds {chain.records} complete records{torn} (ε spent "
+                f"{self._path}: truncated: the file holds {chain.records} complete record(s){torn} (ε spent "
                 f"{chain.state.epsilon_spent:g}), the folder's index remembers {entry.records} (ε spent "
                 f"{entry.epsilon_spent:g}): {fix}"
             )
-        if chain.hashes.get(entry.records - 1) != entry.head:
+        elif chain.hashes.get(entry.records - 1) != entry.head:
             raise LedgerError(
                 f"{self._path}: record {entry.records} is not the one the folder's index remembers (its hash "
                 f"differs): the ledger was edited or replaced by another: {fix}"
+            )
+        if chain.torn and not chain.torn_is_append:
+            raise LedgerError(
+                f"{self._path}: line {chain.records + 1}: an incomplete last line that is no record's beginning "
+                f"(damaged): {fix}"
             )
 
     def _append(self, chain: Chain, line: bytes) -> tuple[int, int]:
