@@ -3,7 +3,9 @@ a ZeroMQ topic.
 
 Everything that can fail before the loop does so with one line and nothing left running: the
 options, the addresses, the CURVE certificates, the port to listen on (in use?), the device.
-SIGINT and SIGTERM end the loop between two batches (no partial chunk); the stop line is the
+Once connected to Capture, and whenever Pupil Remote restarts its server, the relay says in one line
+whether the deployment is private (``streamdp doctor``'s check: where Capture's raw-gaze ports
+listen). SIGINT and SIGTERM end the loop between two batches (no partial chunk); the stop line is the
 session's status in words.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import gc
 import sys
 from collections.abc import Callable
@@ -121,6 +124,23 @@ def connect_neon(address: str) -> Any:
     raise InputError(f"--neon {address or '(discovery)'}: cannot reach the device: {problem}")
 
 
+def _deployment_check(args: argparse.Namespace, config: Any, curve: bool) -> Callable[..., Any]:
+    """``streamdp doctor``'s check of Capture's ports with this relay's side filled in: run when the
+    relay connects and whenever Pupil Remote restarts its server."""
+    from ..network.doctor import check_ports
+
+    return functools.partial(
+        check_ports,
+        sanitized=args.bind,
+        curve=curve,
+        status=args.status_bind,
+        identity=config.identity,
+        ledger_dir=Path(config.ledger_dir) if config.ledger_dir else None,
+        budget=config.budget,
+        seeded=config.seed is not None,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from ..network.sink import ReleasePublisher, StatusPublisher
     from ..network.subscriber import check_address
@@ -162,8 +182,14 @@ def run(args: argparse.Namespace) -> int:
             source = f"Pupil Capture at {args.remote}"
             session = Session(config, sinks=[publisher, status], source=source)
             shell = Relay(
-                session, remote=args.remote, to_backbone=args.to_backbone, status_interval=args.status_interval
+                session,
+                remote=args.remote,
+                to_backbone=args.to_backbone,
+                status_interval=args.status_interval,
+                deployment_check=_deployment_check(args, config, curve is not None),
             )
+            assert shell.watch is not None
+            shell.watch.on_report = lambda report: say(f"streamdp relay: {report.verdict}")
         on_stop_signals(shell.stop)
         say(
             f"streamdp relay: {source} → {publisher.endpoint} ({config.mechanism}, "

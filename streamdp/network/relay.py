@@ -30,13 +30,16 @@ import time
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
-import msgpack
 import zmq
 
 from ..checks import check_seconds
-from ..privacy.release import PrivateRelease, check_sealed
+from ..privacy.release import PrivateRelease
 from ..session import Session, SessionCounters
 from ..status import SessionStatus, StatusEvent
+from .backbone_sink import BackboneSink
+from .remote_watch import DeploymentCheck, DeploymentWatch
+
+__all__ = ["MAX_GAZE_MESSAGES_PER_S", "BackboneSink", "Relay", "RemoteUnavailable"]
 
 log = logging.getLogger(__name__)
 
@@ -52,38 +55,6 @@ _NOBLOCK, _RCVMORE = int(zmq.NOBLOCK), int(zmq.RCVMORE)
 
 class RemoteUnavailable(Exception):
     """Pupil Remote did not answer in time."""
-
-
-class BackboneSink:
-    """Releases onto Capture's IPC backbone (its ``PUB_PORT``), where apps on the backbone see
-    them. Capture's recorder does not record what another process publishes: to record releases
-    with a recording, run the Capture plugin instead."""
-
-    def __init__(self) -> None:
-        self._socket: zmq.Socket | None = None
-        self._pack = msgpack.Packer(use_bin_type=True).pack
-
-    def connect(self, context: zmq.Context, host: str, pub_port: int) -> None:
-        self.close()
-        sock = context.socket(zmq.PUB)
-        sock.linger = 0
-        sock.sndhwm = 1000
-        sock.connect(f"tcp://{host}:{pub_port}")
-        self._socket = sock
-
-    def publish(self, release: PrivateRelease) -> None:
-        check_sealed(release)
-        if self._socket is not None:
-            self._socket.send_multipart([release.topic.encode(), self._pack(release.to_message())])
-
-    def publish_status(self, status: SessionStatus) -> None:
-        if not isinstance(status, SessionStatus):
-            raise TypeError(f"status must be a SessionStatus, got {type(status).__name__}")
-
-    def close(self) -> None:
-        if self._socket is not None:
-            self._socket.close(linger=0)
-            self._socket = None
 
 
 class Relay:
@@ -116,6 +87,10 @@ class Relay:
         decoding them, and the stages run once every few steps anyway. From ``read_interval`` before
         a deadline on, the relay reads every burst, so a release goes out as soon as the gaze
         makes it due.
+    deployment_check : callable, optional
+        Capture's ports by name → a :class:`~streamdp.network.doctor.DeploymentReport` (a partial
+        of :func:`~streamdp.network.doctor.check_ports`): run when the relay connects and
+        whenever Pupil Remote announces a restart (:attr:`watch`); its verdict is logged in one line.
     """
 
     def __init__(
@@ -129,6 +104,7 @@ class Relay:
         status_interval: float = 10.0,
         max_backlog: float = 2.0,
         read_interval: float = 0.25,
+        deployment_check: DeploymentCheck | None = None,
         context: zmq.Context | None = None,
     ) -> None:
         self.max_backlog = check_seconds("max_backlog", max_backlog)
@@ -169,6 +145,8 @@ class Relay:
         self._last_gaze = time.monotonic()
         self._queue_empty = True
         session.on_release = self._released
+        #: the deployment check's runs (``watch.report``: the latest; ``watch.on_report``: its hook)
+        self.watch = None if deployment_check is None else DeploymentWatch(deployment_check)
 
     @property
     def counters(self) -> SessionCounters:
@@ -215,6 +193,10 @@ class Relay:
         self._sync_clock()
         if self._backbone is not None:
             self._backbone.connect(self._ctx, self.host, pub_port)
+        if self.watch is not None:
+            remote_port = urlsplit(self.remote).port or 0
+            ports = {"Pupil Remote": remote_port, "SUB_PORT": sub_port, "PUB_PORT": pub_port}
+            self.watch.start(self._ctx, self.host, {k: v for k, v in ports.items() if v})
         self.connected.set()
         log.info("connected to Pupil Capture at %s (SUB_PORT %d, PUB_PORT %d)", self.remote, sub_port, pub_port)
 
@@ -264,6 +246,8 @@ class Relay:
         self._sub = self._req = None
         if self._backbone is not None:
             self._backbone.close()
+        if self.watch is not None:
+            self.watch.close()
 
     # ---------------------------------------------------------------- the loop
 
@@ -300,6 +284,8 @@ class Relay:
                 else:
                     self._queue_empty = True
                 self._release_due()
+                if self.watch is not None and time.monotonic() >= self.watch.due:
+                    self.watch.poll()  # Pupil Remote restarted? (a few times a second, not per message)
                 if time.monotonic() - self._last_gaze >= self.heartbeat and not self._stop.is_set():
                     self._check_alive()
                     self._last_gaze = time.monotonic()

@@ -237,6 +237,7 @@ class CaptureSimulator:
             for s in (xsub, xpub, pull):
                 s.close(linger=0)
             raise
+        xsub.send(b"\x01notify.")  # Capture's world process hears every notification (start_plugin)
         self._remote = remote
         self.ports = SimulatorPorts(remote.port, sub_port, pub_port)
         broker = threading.Thread(target=self._broker, args=(xsub, xpub, pull), name="capture-broker", daemon=True)
