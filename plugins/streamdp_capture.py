@@ -1,4 +1,4 @@
-"""streamdp inside Pupil Capture: sanitized eye-movement features on the IPC backbone.
+"""streamdp inside Pupil Capture: sanitized eye-movement features on the plugin's own endpoint.
 
 Install: ``streamdp install-plugin ~/pupil_capture_settings/plugins`` copies this file and the part
 of streamdp it imports (one ``streamdp`` folder; numpy, scipy, pyzmq and msgpack are Capture's own)
@@ -7,17 +7,25 @@ after checking the target's Python and numpy, then enable "StreamDP" in Capture'
 The plugin is a thin shell around a :class:`streamdp.session.Session`, the same core the relay,
 the Neon relay and ``replay`` run: its settings become a :class:`streamdp.config.SessionConfig`,
 and every frame it hands ``events["gaze"]`` and ``events["blinks"]`` to the session. It runs
-after the blink detector (order 0.8) and before the recorder (0.9), at 0.85, and adds each
-sanitized chunk to ``events["streamdp"]``; Capture publishes everything in ``events`` on its
-backbone under the datum's ``topic`` (``streamdp.features.<mechanism>``) and its recorder saves it.
+after the blink detector (order 0.8) and before the recorder (0.9), at 0.85.
 
-Note: Capture keeps exposing raw gaze on its own backbone. The sanitized topic protects data only
-for apps that are given the sanitized topic alone (e.g. through ``streamdp relay`` on another
-interface), never the backbone.
+Each sanitized chunk goes to two places:
+
+- the plugin's own endpoint (:mod:`streamdp.capture.endpoint`): the relay's publisher,
+  with its options and defaults (``bind`` tcp://127.0.0.1:5570, CURVE beyond loopback, the
+  owner's status socket on loopback only, seeded noise refused). Apps subscribe there;
+- ``events["streamdp"]``: Capture publishes everything in ``events`` on its IPC backbone under
+  the datum's ``topic`` (``streamdp.features.<mechanism>``) and its recorder saves it with the
+  recording. That backbone serves raw gaze too: apps must not be pointed at it.
+
+The plugin also says, in its menu, whether raw gaze is reachable beyond this machine (Capture's
+Pupil Remote and backbone), checked at start and whenever Pupil Remote restarts, and offers to
+set Pupil Remote to 127.0.0.1 through Capture's own Network API plugin.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from typing import Any
@@ -49,93 +57,49 @@ def _check_host() -> None:
 
 _check_host()
 
-from streamdp.config import DEFAULT_EPSILON, SessionConfig  # noqa: E402 (after the host check)
+from streamdp.capture.check import check_capture  # noqa: E402 (after the host check)
+from streamdp.capture.endpoint import EndpointSettings, PluginEndpoint  # noqa: E402
+from streamdp.capture.events import ENDPOINT_SETTINGS, CaptureEventsSink, session_config  # noqa: E402
+from streamdp.capture.watch import clock_jumped, network_api_state, pupil_remote_to_loopback  # noqa: E402
+from streamdp.config import DEFAULT_EPSILON, SessionConfig  # noqa: E402
+from streamdp.errors import InputError  # noqa: E402
 from streamdp.privacy.mechanisms import MECHANISMS  # noqa: E402
-from streamdp.privacy.release import PrivateRelease, check_sealed  # noqa: E402
 from streamdp.session import Session  # noqa: E402
-from streamdp.status import SessionStatus, StatusEvent, check_status  # noqa: E402
+from streamdp.status import StatusEvent  # noqa: E402
+
+__all__ = ["CaptureEventsSink", "StreamDP", "session_config"]
 
 logger = logging.getLogger(__name__)
 
 try:  # Capture with a window has pyglui; headless Capture (and tests) may not
     from pyglui import ui
+    from pyglui.cygl.utils import RGBA
 except ImportError:  # pragma: no cover - depends on the host
-    ui = None
+    ui = RGBA = None
 
-#: notifications that mean Pupil time was set anew (the stand-in's end of stream). Capture itself
-#: notifies nothing when the clock moves: Pupil Remote's ``T`` and Time_Sync write
-#: ``g_pool.timebase.value`` directly, so the plugin watches that value instead
-_CLOCK_CHANGES = ("world_process.adapting_clock",)
+#: the verdict's colour in the menu: red unless the check found the setup private
+_GREEN = RGBA(0.55, 0.9, 0.55, 1.0) if RGBA is not None else None
+_RED = RGBA(1.0, 0.35, 0.35, 1.0) if RGBA is not None else None
+_NOT_SEEN = object()
+ENDPOINT_DEFAULTS = dataclasses.asdict(EndpointSettings())
 
-
-class CaptureEventsSink:
-    """A release sink whose releases become Capture ``events`` datums.
-
-    :meth:`publish` keeps each sealed release as its message with a ``timestamp`` added: Capture's
-    recorder writes every datum of ``events`` with ``PLData_Writer``, which needs one (without it
-    the world process crashes while recording). The timestamp is the chunk's last step time,
-    already public in ``t``. :meth:`take` hands the pending datums to the plugin once per frame.
-
-    Raises
-    ------
-    TypeError
-        :meth:`publish` is given anything but a sealed release, or :meth:`publish_status`
-        anything but a :class:`~streamdp.status.SessionStatus`.
-    RuntimeError
-        Something is published after :meth:`close`.
-    """
-
-    def __init__(self) -> None:
-        self._pending: list[dict[str, Any]] = []
-        #: the latest status; local to this process (counters are raw functions of the gaze)
-        self.last_status: SessionStatus | None = None
-        self.closed = False
-
-    def publish(self, release: PrivateRelease) -> None:
-        check_sealed(release)
-        self._check_open()
-        datum = release.to_message()
-        datum["timestamp"] = datum["t"][-1]
-        self._pending.append(datum)
-
-    def publish_status(self, status: SessionStatus) -> None:
-        check_status(status)
-        self._check_open()
-        self.last_status = status
-
-    def take(self) -> list[dict[str, Any]]:
-        """The datums published since the last call, in release order."""
-        out, self._pending = self._pending, []
-        return out
-
-    def close(self) -> None:
-        self.closed = True
-        self._pending = []
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise RuntimeError("this CaptureEventsSink is closed: nothing more is published")
-
-
-def session_config(settings: dict[str, Any]) -> SessionConfig:
-    """The plugin's settings as a :class:`SessionConfig` (``blinks_from_capture`` is its
-    ``blinks="given"``; every other setting is the field of the same name).
-
-    Raises
-    ------
-    TypeError, ValueError
-        A setting that is unknown, of the wrong type or out of range, named with its value.
-    """
-    fields = {k: v for k, v in settings.items() if k != "blinks_from_capture"}
-    fields["blinks"] = "given" if settings.get("blinks_from_capture") else "confidence"
-    return SessionConfig(**fields).check()
+MENU_HELP = (
+    "Apps subscribe to the endpoint below (streamdp.features.*). The same chunks also go into "
+    "Capture's events, recorded with the recording; Capture's backbone carries raw gaze too: "
+    "never point an app there."
+)
 
 
 class StreamDP(Plugin):
-    """Differentially private eye-movement features, published as ``streamdp.features.*``.
+    """Differentially private eye-movement features, served on the plugin's endpoint and put into
+    ``events`` as ``streamdp.features.*``.
 
     Settings are those of :class:`streamdp.config.SessionConfig` (the named ones below, and any
-    other field by its name), with ``blinks_from_capture`` for ``blinks="given"``.
+    other field by its name), with ``blinks_from_capture`` for ``blinks="given"``, and those of
+    :class:`streamdp.capture.endpoint.EndpointSettings` (``bind``, ``curve_secret``,
+    ``curve_clients``, ``insecure``, ``status_bind``, ``status_interval``,
+    ``publish_reproducible_noise_not_private``; ``bind=None`` serves no endpoint). All are saved
+    with Capture's session (:meth:`get_init_dict`).
     """
 
     order = 0.85
@@ -165,12 +129,27 @@ class StreamDP(Plugin):
             "budget": budget,
             "blinks_from_capture": blinks_from_capture,
             "seed": seed,
+            **ENDPOINT_DEFAULTS,  # the relay's defaults: bind tcp://127.0.0.1:5570, status on :5571
             **config,
         }
         self.error = ""
         self._generation = 0
         self.sink = CaptureEventsSink()
-        self.session = self._session(session_config(self._settings))
+        config_ = session_config(self._settings)
+        #: the plugin's own sanitized endpoint; None when off or when it could not be opened
+        #: (:attr:`endpoint_error` says why: Capture goes on, the menu shows it)
+        self.endpoint: PluginEndpoint | None = None
+        self.endpoint_error = ""
+        self._open_endpoint(self._settings)
+        self.session = self._session(config_)
+        self._timebase_seen: float | None = None
+        self._remote_seen: object = _NOT_SEEN
+        self._next_status: float | None = None
+        #: the privacy check's verdict in one line, and whether it found the setup private
+        #: (None: could not tell)
+        self.privacy = "not checked yet"
+        self.private: bool | None = None
+        self._verdict_text: Any = None
 
     # ------------------------------------------------------------------ settings
 
@@ -178,24 +157,56 @@ class StreamDP(Plugin):
         # a settings change never reuses a seeded noise stream: the same noise on two chunks
         # would reveal their difference exactly
         seed = None if config.seed is None else config.seed + self._generation
-        return Session(config, sinks=[self.sink], seed=seed, source="Capture events")
+        sinks = [self.sink, *(self.endpoint.sinks if self.endpoint is not None else [])]
+        return Session(config, sinks=sinks, seed=seed, source="Capture events")
+
+    def _open_endpoint(self, settings: dict[str, Any]) -> bool:
+        """Open the endpoint ``settings`` describe (none if ``bind`` is None); on failure the
+        reason goes to :attr:`endpoint_error` and the log, and no socket is left open."""
+        self.endpoint, self.endpoint_error = None, ""
+        try:
+            endpoint_settings, _ = EndpointSettings.split(settings)
+            if endpoint_settings.bind is not None:
+                context = getattr(self.g_pool, "zmq_ctx", None)
+                self.endpoint = PluginEndpoint(endpoint_settings, seed=settings.get("seed"), context=context)
+        except (InputError, TypeError, ValueError) as exc:
+            self.endpoint_error = str(exc)
+            logger.error("streamdp: endpoint closed: %s", exc)
+            return False
+        return True
+
+    def _close_endpoint(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
 
     def update_settings(self, **changes: Any) -> bool:
-        """Apply new settings; invalid ones are refused (shown in the menu) and the session goes
-        on unchanged. A valid change starts a new session that continues the old one's budget:
-        changing a setting never resets the ε spent. The feature windows start again."""
+        """Apply new settings; invalid ones are refused (shown in the menu) and the session and
+        the endpoint go on unchanged. A valid change starts a new session that continues the old
+        one's budget: changing a setting never resets the ε spent. The feature windows start
+        again. A change of the endpoint's settings (or of the seed) reopens the endpoint."""
         new = {**self._settings, **changes}
-        self._generation += 1
         try:
-            session = self._session(session_config(new))
+            config = session_config(new)
+            EndpointSettings.split(new)
         except (TypeError, ValueError) as exc:
-            self._generation -= 1
-            self.error = str(exc)
-            logger.error("streamdp: %s", exc)
-            return False
+            return self._refuse(exc)
+        if any(new.get(k) != self._settings.get(k) for k in (*ENDPOINT_SETTINGS, "seed")):
+            self._close_endpoint()
+            if not self._open_endpoint(new):
+                problem = self.endpoint_error
+                self._open_endpoint(self._settings)  # the endpoint that ran (its ports were just ours)
+                return self._refuse(problem)
+        self._generation += 1
+        session = self._session(config)
         session.continue_budget(self.session)
         self.session, self._settings, self.error = session, new, ""
         return True
+
+    def _refuse(self, problem: object) -> bool:
+        self.error = str(problem)
+        logger.error("streamdp: %s", problem)
+        return False
 
     def get_init_dict(self) -> dict[str, Any]:
         return dict(self._settings)
@@ -203,7 +214,7 @@ class StreamDP(Plugin):
     # ------------------------------------------------------------------ Capture callbacks
 
     def recent_events(self, events: dict[str, Any]) -> None:
-        if self._clock_was_set():  # `T` sets the clock without a notification: noticed here, every frame
+        if self._clock_was_set():  # `T` and Time Sync set the clock without a notification: noticed here
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
         self.session.receive_datums(events.get("gaze", []), events.get("blinks", []))
         # the public schedule: a chunk whose deadline passed goes out with the first world frame
@@ -215,20 +226,74 @@ class StreamDP(Plugin):
         out = self.sink.take()
         if out:
             events.setdefault("streamdp", []).extend(out)
+        if isinstance(now, float):
+            self._status_due(now)
+        self._watch_pupil_remote()
 
     def on_notify(self, notification: dict[str, Any]) -> None:
-        # a new clock means a new segment; what the restart releases goes out with the next frame
-        if self._clock_was_set() or notification.get("subject") in _CLOCK_CHANGES:
+        # no subject means a new clock (see streamdp.network.capture_watch); any notification is
+        # a chance to look, and what the restart releases goes out with the next frame
+        if self._clock_was_set():
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
 
     def _clock_was_set(self) -> bool:
-        """Whether ``g_pool.timebase`` (Pupil time = monotonic clock - timebase) changed since the
-        last look: what ``T`` and time sync do, forwards or backwards, without a notification."""
+        """Whether Pupil time (monotonic clock - ``g_pool.timebase``) jumped since the last look
+        by more than the reorder window: ``T`` or Time Sync's jump, forwards or backwards. Time
+        Sync's slews (≤ 0.5 ms a step) continue the session and its public grid."""
         timebase = getattr(getattr(self.g_pool, "timebase", None), "value", None)
         if not isinstance(timebase, (int, float)):
             return False
-        seen, self._timebase_seen = getattr(self, "_timebase_seen", timebase), float(timebase)
-        return bool(seen != timebase)
+        seen, self._timebase_seen = self._timebase_seen, float(timebase)
+        if seen is None:
+            return False
+        return clock_jumped(seen, float(timebase), threshold=self.session.config.reorder_window)
+
+    def _status_due(self, now: float) -> None:
+        """The owner's status every ``status_interval`` seconds of Pupil time (on the loopback
+        status socket; a clock set backwards starts the interval again)."""
+        if self.endpoint is None:
+            return
+        if self._next_status is None or now >= self._next_status or now < self._next_status - 2 * self._interval:
+            self.session.publish_status(subscribers=self.endpoint.subscribers())
+            self._next_status = now + self._interval
+
+    @property
+    def _interval(self) -> float:
+        return float(self._settings["status_interval"])
+
+    # ------------------------------------------------------------------ privacy of the setup
+
+    def _watch_pupil_remote(self) -> None:
+        """Check the setup at the first frame and whenever Capture's Network API plugin was
+        started, replaced, stopped or rebound from its menu (Capture notifies none of it)."""
+        state = network_api_state(self.g_pool.plugins or ())
+        if state != self._remote_seen:
+            self._remote_seen = state
+            self.check_privacy()
+
+    def check_privacy(self) -> None:
+        """Run the privacy check now; its one-line verdict goes to :attr:`privacy` and the menu
+        (red unless private)."""
+        try:
+            report = check_capture(self.g_pool, self.endpoint, self.session.config)
+        except Exception as exc:  # the check must never stop Capture's world loop
+            self.private, self.privacy = None, f"could not check: {exc}"
+            logger.warning("streamdp: %s", self.privacy)
+        else:
+            self.private = True if report.private else (False if report.exit_code == 1 else None)
+            self.privacy = report.verdict
+            for line in report.lines():  # the findings and the firewall commands, for Capture's log
+                (logger.info if self.private else logger.warning)("streamdp: %s", line)
+        if self._verdict_text is not None:
+            self._verdict_text.text = self.privacy
+            self._verdict_text.text_color = _GREEN if self.private else _RED
+
+    def restrict_pupil_remote(self) -> None:
+        """Have Capture restart Pupil Remote on 127.0.0.1 only, through its Network API plugin
+        (a ``start_plugin`` notification; the backbone's own ports are Capture's to bind)."""
+        self.notify_all(pupil_remote_to_loopback(self.g_pool.plugins or ()))
+
+    # ------------------------------------------------------------------ what the menu shows
 
     @property
     def released(self) -> int:
@@ -253,25 +318,48 @@ class StreamDP(Plugin):
             + (f"; error: {self.error}" if self.error else "")
         )
 
-    # ------------------------------------------------------------------ menu
+    @property
+    def endpoint_text(self) -> str:
+        """The endpoint apps subscribe to, with CURVE on or off; or why there is none."""
+        if self.endpoint is not None:
+            return self.endpoint.describe()
+        if self.endpoint_error:
+            return f"closed: {self.endpoint_error}"
+        return "off (bind is empty): chunks go into Capture's events only"
+
+    @property
+    def subscribers(self) -> int:
+        """Live subscriptions on the endpoint (one per subscriber and topic prefix)."""
+        return 0 if self.endpoint is None else self.endpoint.subscribers()
 
     def init_ui(self) -> None:
         self.add_menu()
         self.menu.label = "StreamDP"
         if ui is None:
             return
-        self.menu.append(ui.Info_Text("Sanitized eye-movement features on streamdp.features.*"))
+        self.menu.append(ui.Info_Text(MENU_HELP))
+        self.menu.append(ui.Text_Input("endpoint_text", self, label="Endpoint", setter=lambda _: None))
+        self.menu.append(ui.Text_Input("bind", self, label="Bind (empty: none)"))
+        self.menu.append(ui.Text_Input("subscribers", self, label="Subscribers", setter=lambda _: None))
+        self._verdict_text = ui.Info_Text(self.privacy)
+        if self.private is not None:
+            self._verdict_text.text_color = _GREEN if self.private else _RED
+        self.menu.append(self._verdict_text)
+        self.menu.append(ui.Button("Pupil Remote on 127.0.0.1 only", self.restrict_pupil_remote))
         self.menu.append(ui.Slider("epsilon", self, min=1.0, max=500.0, label="ε per chunk (all features)"))
         self.menu.append(ui.Selector("chunk_length", self, selection=[32, 64, 128], label="Chunk length"))
         self.menu.append(ui.Selector("mechanism", self, selection=list(MECHANISMS), label="Mechanism"))
         self.menu.append(ui.Text_Input("status", self, label="Status", setter=lambda _: None))
 
     def deinit_ui(self) -> None:
+        self._verdict_text = None
         self.remove_menu()
 
     def cleanup(self) -> None:
-        # nothing partial is ever released: the chunk in progress is dropped with the plugin
+        # nothing partial is ever released: the chunk in progress is dropped with the plugin;
+        # the endpoint's port is given back (Capture calls this on removal and at shutdown)
         logger.info("streamdp: %s", self.status)
+        self._close_endpoint()
         self.sink.close()
 
     # properties the menu edits
@@ -298,3 +386,11 @@ class StreamDP(Plugin):
     @mechanism.setter
     def mechanism(self, value: str) -> None:
         self.update_settings(mechanism=value)
+
+    @property
+    def bind(self) -> str:
+        return self._settings["bind"] or ""
+
+    @bind.setter
+    def bind(self, value: str) -> None:
+        self.update_settings(bind=value.strip() or None)

@@ -253,7 +253,7 @@ def capture_plugin():
     with capture_plugin_environment() as env:
         pub = env.world.IPCPublisher("tcp://127.0.0.1:9")  # nobody listens: publishing is not tested here
         g_pool = env.world.make_g_pool(pub)
-        settings = {"mechanism": "dcfpa", "epsilon": 1.0, "chunk_length": 8, "seed": 7}
+        settings = {"mechanism": "dcfpa", "epsilon": 1.0, "chunk_length": 8, "seed": 7, "bind": None}
         env.plugin.Plugin_List(g_pool, [(env.module.StreamDP, settings)])
         try:
             yield env.world, g_pool, next(iter(g_pool.plugins))

@@ -44,10 +44,20 @@ def test_exactly_the_plugin_and_one_streamdp_folder_of_the_modules_it_imports(in
     names = {str(p) for p in written}
     for absent in ("cli", "offline", "evaluation", "synthetic.py", "network/relay.py", "network/neon.py"):
         assert not any(n.startswith(f"streamdp/{absent}") for n in names), absent
-    for present in ("session.py", "pupil_wire/decode.py", "privacy/noise.py", "stages/reorder.py"):
+    for present in (
+        "session.py",
+        "pupil_wire/decode.py",
+        "privacy/noise.py",
+        "stages/reorder.py",
+        "capture/endpoint.py",
+        "network/sink.py",
+        "network/doctor.py",
+        "network/listening.py",
+    ):
         assert f"streamdp/{present}" in names
     size = sum((plugins_dir / p).stat().st_size for p in files)
-    assert 100_000 < size < 600_000  # a few hundred kB, against 391 MB from pip install --target
+    # a few hundred kB (680 kB with the endpoint's sink and the doctor), against 391 MB from pip install --target
+    assert 100_000 < size < 800_000
 
 
 def test_installing_again_leaves_the_same_files(installed):
@@ -130,6 +140,9 @@ def test_the_installed_folder_loads_and_releases_without(installed, module):
     assert report["streamdp"] == str(plugins_dir / "streamdp" / "__init__.py")
     assert report["topics"] == ["streamdp.features.dcfpa"] and len(report["timestamps"]) >= 20
     assert np.all(np.diff(report["timestamps"]) > 0)
+    # the installed copy serves its own endpoint and runs the privacy check
+    assert report["received"] == len(report["timestamps"])
+    assert report["privacy"].startswith("private")
 
 
 @pytest.fixture(scope="module")

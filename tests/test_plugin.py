@@ -56,13 +56,15 @@ def _frames(recording):
 
 
 REC = generate(duration=110.0, rate=200.0, seed=6).recording
-CLOCK_CHANGED = {"subject": "world_process.adapting_clock"}
+#: no endpoint of its own: these tests are about the session inside Capture (the endpoint's are
+#: in test_plugin_endpoint.py), and the default port is the relay's
+OFF = {"bind": None}
 
 
 def _run(capture, pub, settings, recording=REC, plugins=()):
     module, plugin_mod, world = capture
     g_pool = world.make_g_pool(pub)
-    plugin_mod.Plugin_List(g_pool, [(module.StreamDP, settings), *plugins])
+    plugin_mod.Plugin_List(g_pool, [(module.StreamDP, {**OFF, **settings}), *plugins])
     published = []
     for events in _frames(recording):
         out = world.run_frame(g_pool, events)
@@ -71,9 +73,10 @@ def _run(capture, pub, settings, recording=REC, plugins=()):
 
 
 def _end_of_stream(capture, g_pool):
-    """Capture's clock is set anew: the session finishes what it holds; the next frame carries it."""
+    """Capture's clock is set anew (Pupil Remote's ``T``, no notification): the session finishes
+    what it holds at the next frame, which carries it."""
     _, _, world = capture
-    world.deliver_notification(g_pool, CLOCK_CHANGED)
+    world.set_clock(g_pool, g_pool.get_timestamp() - 1000.0)
     return world.run_frame(g_pool, {"gaze": [], "blinks": []}).get("streamdp", [])
 
 
@@ -116,7 +119,7 @@ def test_recording_with_capture_writes_every_release_with_its_timestamp(capture,
     _, _, world = capture
     pub, _ = backbone
     rec = generate(duration=50.0, rate=200.0, seed=2).recording
-    settings = {"chunk_length": 8, "window": 4.0, "step": 0.25}
+    settings = {**OFF, "chunk_length": 8, "window": 4.0, "step": 0.25}
     g_pool = world.make_g_pool(pub)
     capture[1].Plugin_List(g_pool, [(capture[0].StreamDP, settings), (world.Recorder, {"rec_dir": str(tmp_path)})])
     recorder = next(p for p in g_pool.plugins if isinstance(p, world.Recorder))
@@ -139,6 +142,7 @@ def test_get_init_dict_round_trips_through_the_plugin_list(capture, backbone):
     module, plugin_mod, world = capture
     pub, _ = backbone
     settings = {
+        **OFF,
         "epsilon": 2.5,
         "chunk_length": 64,
         "mechanism": "cfpa",
@@ -182,7 +186,7 @@ def test_the_menu_offers_the_registered_mechanisms(capture, backbone, monkeypatc
             return element
 
     monkeypatch.setattr(module, "ui", UI())
-    plugin_mod.Plugin_List(world.make_g_pool(pub), [(module.StreamDP, {})])
+    plugin_mod.Plugin_List(world.make_g_pool(pub), [(module.StreamDP, OFF)])
     ((_, _, kwargs),) = [s for s in selectors if s[0] == "Selector" and s[1][0] == "mechanism"]
     assert kwargs["selection"] == list(MECHANISMS)
 
@@ -212,7 +216,7 @@ def test_bad_datums_in_events_are_skipped_and_counted(capture, backbone):
     module, plugin_mod, world = capture
     pub, _ = backbone
     g_pool = world.make_g_pool(pub)
-    plugin_mod.Plugin_List(g_pool, [(module.StreamDP, {"chunk_length": 32})])
+    plugin_mod.Plugin_List(g_pool, [(module.StreamDP, {**OFF, "chunk_length": 32})])
     bad = [
         {"timestamp": "x"},
         {"norm_pos": [0.5, 0.5]},
@@ -234,7 +238,7 @@ def test_skipped_datums_are_counted_across_a_settings_change(capture, backbone):
     module, plugin_mod, world = capture
     pub, _ = backbone
     g_pool = world.make_g_pool(pub)
-    plugin_mod.Plugin_List(g_pool, [(module.StreamDP, {"chunk_length": 32})])
+    plugin_mod.Plugin_List(g_pool, [(module.StreamDP, {**OFF, "chunk_length": 32})])
     plugin = next(iter(g_pool.plugins))
     plugin.recent_events({"gaze": [7, 8]})
     plugin.update_settings(epsilon=2.0)

@@ -13,7 +13,7 @@ from streamdp.synthetic import generate
 
 from .pupil_standin import capture_plugin_environment, idle_frames, world_frames
 
-SMALL = {"chunk_length": 8, "window": 4.0, "step": 0.25}
+SMALL = {"chunk_length": 8, "window": 4.0, "step": 0.25, "bind": None}
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_ten_minutes_recorded_by_captures_recorder_read_back_through_streamdp(ca
     world = env.world
     rec = generate(duration=600.0, rate=120.0, seed=21).recording
     g_pool = world.make_g_pool(pub)
-    settings = {"epsilon": 1.0, "chunk_length": 32, "blinks_from_capture": True}
+    settings = {"epsilon": 1.0, "chunk_length": 32, "blinks_from_capture": True, "bind": None}
     env.plugin.Plugin_List(g_pool, [(env.module.StreamDP, settings), (env.Recorder, {"rec_dir": str(tmp_path)})])
     recorder = next(p for p in g_pool.plugins if isinstance(p, env.Recorder))
     recorder.start()

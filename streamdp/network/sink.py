@@ -286,6 +286,9 @@ class ReleasePublisher:
         self._auth: ThreadAuthenticator | None = None
         self._socket = ctx.socket(zmq.XPUB)
         self._socket.linger = 0
+        # every subscriber's (un)subscription reaches us, not only a topic's first and last:
+        # without it two subscribers of one topic count as one, and a disconnect goes unseen
+        self._socket.setsockopt(zmq.XPUB_VERBOSER, 1)
         self._socket.sndhwm = sndhwm
         try:
             if curve is not None and keys is not None:
@@ -302,7 +305,9 @@ class ReleasePublisher:
         self._pack = msgpack.Packer(use_bin_type=True).pack
 
     def poll_subscriptions(self) -> int:
-        """Read pending (un)subscription frames; returns the number of live subscriptions."""
+        """Read pending (un)subscription frames; returns the number of live subscriptions: one
+        per subscriber and topic prefix it subscribed to (a subscriber that leaves takes its
+        subscriptions with it; a CURVE client that was refused never subscribed)."""
         sock = self._socket
         while sock.getsockopt(_EVENTS) & _POLLIN:
             frame = sock.recv(zmq.NOBLOCK)

@@ -17,13 +17,15 @@ from streamdp.pupil_wire import capture_datums, recording_datums
 
 STANDIN = Path(__file__).resolve().parent
 PLUGINS = STANDIN.parents[1] / "plugins"
+_STANDIN_MODULES = ("streamdp_capture", "plugin", "recorder", "network_api", "time_sync")
 
 
 @contextmanager
 def capture_plugin_environment() -> Iterator[SimpleNamespace]:
     """Import the streamdp plugin as Capture does: the plugin folder on ``sys.path``, with
     Capture's ``plugin`` module importable. Yields ``module`` (the plugin's), ``plugin`` (the
-    stand-in's ``plugin`` module), ``world`` and ``Recorder``; undone on exit."""
+    stand-in's ``plugin`` module), ``world``, ``Recorder`` and ``NetworkApiPlugin``; undone on
+    exit. The stand-in's ``pyglui`` is importable too: the plugin builds its real menu."""
     sys.path[:0] = [str(STANDIN), str(PLUGINS)]
     try:
         yield SimpleNamespace(
@@ -31,12 +33,14 @@ def capture_plugin_environment() -> Iterator[SimpleNamespace]:
             plugin=importlib.import_module("plugin"),
             world=importlib.import_module("tests.pupil_standin.world"),
             Recorder=importlib.import_module("recorder").Recorder,
+            NetworkApiPlugin=importlib.import_module("network_api").NetworkApiPlugin,
         )
     finally:
         sys.path.remove(str(STANDIN))
         sys.path.remove(str(PLUGINS))
-        for name in ("streamdp_capture", "plugin", "recorder"):
-            sys.modules.pop(name, None)
+        for name in list(sys.modules):  # the stand-in's modules go with it: the next import is fresh
+            if name in _STANDIN_MODULES or name.startswith("pyglui"):
+                sys.modules.pop(name, None)
 
 
 class WorldFrame:

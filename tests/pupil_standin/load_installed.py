@@ -4,8 +4,10 @@
 this stand-in's, the plugin folder comes first on ``sys.path`` (as Capture puts it), and every
 ``BLOCKED_MODULE`` refuses to import (a meta-path finder, as if the bundle lacked it). The plugin
 is fed two minutes of 3d gaze built here with numpy alone (streamdp's synthetic data is not part
-of the installed folder) and the script prints one JSON line: the releases' topics and
-timestamps, where ``streamdp`` was imported from, and which streamdp modules were loaded.
+of the installed folder), serving its own endpoint on a free loopback port to one subscriber,
+and the script prints one JSON line: the releases' topics and timestamps, how many chunks the
+subscriber received, the privacy verdict, where ``streamdp`` was imported from, and which
+streamdp modules were loaded.
 """
 
 from __future__ import annotations
@@ -62,18 +64,38 @@ def main() -> None:
         if entry.suffix == ".py" or (entry / "__init__.py").is_file():
             importlib.import_module(entry.stem)
     module = sys.modules["streamdp_capture"]
+    import zmq
+
     g_pool = SimpleNamespace(app="capture", menubar=[], plugins=None, timebase=SimpleNamespace(value=0.0))
-    plugin.Plugin_List(g_pool, [(module.StreamDP, {"chunk_length": 8, "window": 4.0, "step": 0.5})])
-    released = []
+    settings = {"chunk_length": 8, "window": 4.0, "step": 0.5, "bind": "tcp://127.0.0.1:0",
+                "status_bind": "tcp://127.0.0.1:0"}
+    plugin.Plugin_List(g_pool, [(module.StreamDP, settings)])
+    streamdp_plugin = next(iter(g_pool.plugins))
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    sub.connect(streamdp_plugin.endpoint.endpoint)
+    sub.subscribe(b"streamdp.features.")
+    assert streamdp_plugin.endpoint.publisher.wait_for_subscribers(1, timeout=10.0)
+    released, received = [], 0
     for events in gaze_frames():
         for p in g_pool.plugins:
             p.recent_events(events)
         released += events.get("streamdp", [])
+    while sub.poll(1000):
+        sub.recv_multipart()
+        received += 1
+    privacy = streamdp_plugin.privacy
+    for p in g_pool.plugins:
+        p.alive = False
+    g_pool.plugins.clean()
+    sub.close()
     import streamdp
 
     print(json.dumps({
         "topics": sorted({d["topic"] for d in released}),
         "timestamps": [d["timestamp"] for d in released],
+        "received": received,
+        "privacy": privacy,
         "streamdp": streamdp.__file__,
         "modules": sorted(m for m in sys.modules if m.startswith("streamdp.")),
         "blocked_loaded": sorted(m for m in blocked if m in sys.modules),

@@ -1,5 +1,10 @@
 """A stand-in for Pupil Capture's ``plugin`` module (pupil_src/shared_modules/plugin.py, v3):
-the same ``Plugin`` base class interface and ``Plugin_List`` manager, without the GUI."""
+the same ``Plugin`` base class interface and ``Plugin_List`` manager, without the GUI.
+
+As in Capture: ``alive`` is a plain attribute; ``Plugin_List.add`` first removes an instance the
+new one replaces (``uniqueness``), then builds the new one; ``clean`` calls ``deinit_ui`` and then
+``cleanup`` of every plugin that is no longer alive and drops it. The world loop calls ``clean``
+after each frame, on ``stop_plugin`` and, for every plugin, at shutdown."""
 
 from __future__ import annotations
 
@@ -7,16 +12,22 @@ from typing import Any
 
 
 class _Menu(list):
+    """pyglui's ``Growing_Menu`` as plugins use it: a list of elements with a ``label``."""
+
     label = ""
+
+    @property
+    def elements(self) -> list[Any]:
+        return self
 
 
 class Plugin:
     uniqueness = "by_class"
     order = 0.5
     icon_chr = "?"
+    alive = True
 
     def __init__(self, g_pool: Any) -> None:
-        self._alive = True
         self.g_pool = g_pool
 
     def init_ui(self) -> None:
@@ -49,17 +60,6 @@ class Plugin:
         self.g_pool.ipc_pub.notify(notification)
 
     @property
-    def alive(self) -> bool:
-        if not self._alive:
-            self.cleanup()
-        return self._alive
-
-    @alive.setter
-    def alive(self, value: bool) -> None:
-        if isinstance(value, bool):
-            self._alive = value
-
-    @property
     def this_class(self) -> type:
         return self.__class__
 
@@ -73,26 +73,31 @@ class Plugin_List:
         self._plugins: list[Plugin] = []
         self.g_pool = g_pool
         g_pool.plugins = self
-        for cls, args in plugin_initializers:
+        for cls, args in sorted(plugin_initializers, key=lambda p: p[0].order):
             self.add(cls, args)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._plugins)
+        yield from self._plugins
 
     def add(self, new_plugin: type, args: dict[str, Any] | None = None) -> None:
-        if new_plugin.uniqueness == "by_class" and any(p.this_class is new_plugin for p in self._plugins):
-            return
+        for old in list(self._plugins):
+            if new_plugin.uniqueness == "by_class" and old.this_class is new_plugin:
+                old.alive = False  # Capture: "Replacing ... due to 'by_class' uniqueness"
+                self.clean()
         instance = new_plugin(self.g_pool, **(args or {}))
+        if not instance.alive:
+            return
         self._plugins.append(instance)
         self._plugins.sort(key=lambda p: p.order)
-        if self.g_pool.app in ("capture", "player") and instance.alive:
+        if self.g_pool.app in ("capture", "player"):
             instance.init_ui()
-        self.clean()
 
     def clean(self) -> None:
-        for p in self._plugins[:]:
+        for p in self._plugins[::-1]:
             if not p.alive:
-                p.deinit_ui()
+                if self.g_pool.app in ("capture", "player"):
+                    p.deinit_ui()
+                p.cleanup()
                 self._plugins.remove(p)
 
     def get_initializers(self) -> list[tuple[str, dict[str, Any]]]:

@@ -1,0 +1,203 @@
+"""The Capture plugin's own sanitized endpoint: the relay's sinks, configured by plugin settings.
+
+Inside Capture, the plugin's chunks also go into ``events`` and so onto Capture's IPC backbone,
+the socket that serves raw gaze too. Apps get the sanitized stream from this endpoint instead: a
+:class:`~streamdp.network.sink.ReleasePublisher` (loopback by default; any other interface only
+with CURVE or ``insecure``; seeded noise refused) and the owner's
+:class:`~streamdp.network.sink.StatusPublisher` (loopback or IPC only), with the same options and
+defaults as ``streamdp relay`` (``--bind``, ``--curve-secret``, ``--curve-clients``,
+``--insecure``, ``--status-bind``, ``--status-interval``,
+``--publish-reproducible-noise-not-private``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import zmq
+
+from ..checks import check_seconds
+from ..errors import InputError
+from ..network.sink import DEFAULT_STATUS_ENDPOINT, CurveServer, ReleasePublisher, StatusPublisher, _is_loopback_address
+
+__all__ = ["DEFAULT_BIND", "EndpointSettings", "PluginEndpoint"]
+
+#: ``streamdp relay --bind``'s default
+DEFAULT_BIND = "tcp://127.0.0.1:5570"
+
+
+def _optional_str(name: str, value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, got {value!r}")
+    if value == "":
+        raise ValueError(f"{name} must not be empty (None: {'no endpoint' if name == 'bind' else 'none'})")
+
+
+def _bool(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointSettings:
+    """Where and how the plugin serves its sanitized chunks (``bind=None``: it serves none; its
+    chunks then only go into Capture's ``events``).
+
+    Raises
+    ------
+    TypeError
+        A field of the wrong type, named with its value.
+    ValueError
+        An empty address, only one of the two CURVE settings, or a status interval ≤ 0.
+
+    Examples
+    --------
+    >>> EndpointSettings().bind
+    'tcp://127.0.0.1:5570'
+    >>> EndpointSettings(curve_secret="server.key_secret")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: CURVE needs both curve_secret and curve_clients, got curve_secret='server.key_secret', ...
+    """
+
+    bind: str | None = DEFAULT_BIND
+    curve_secret: str | None = None
+    curve_clients: str | None = None
+    insecure: bool = False
+    status_bind: str = DEFAULT_STATUS_ENDPOINT
+    status_interval: float = 10.0
+    publish_reproducible_noise_not_private: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("bind", "curve_secret", "curve_clients"):
+            _optional_str(name, getattr(self, name))
+        if not isinstance(self.status_bind, str):
+            raise TypeError(f"status_bind must be a str, got {self.status_bind!r}")
+        for name in ("insecure", "publish_reproducible_noise_not_private"):
+            _bool(name, getattr(self, name))
+        object.__setattr__(self, "status_interval", check_seconds("status_interval", self.status_interval))
+        if (self.curve_secret is None) != (self.curve_clients is None):
+            raise ValueError(
+                "CURVE needs both curve_secret and curve_clients, got "
+                f"curve_secret={self.curve_secret!r}, curve_clients={self.curve_clients!r}"
+            )
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The settings' names, as the plugin's keyword arguments."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def split(cls, settings: dict[str, Any]) -> tuple[EndpointSettings, dict[str, Any]]:
+        """The endpoint's settings out of all the plugin's, and the rest (the session's).
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :class:`EndpointSettings`.
+        """
+        names = cls.names()
+        mine = {k: v for k, v in settings.items() if k in names}
+        return cls(**mine), {k: v for k, v in settings.items() if k not in names}
+
+    @property
+    def curve(self) -> CurveServer | None:
+        if self.curve_secret is None or self.curve_clients is None:
+            return None
+        return CurveServer(Path(self.curve_secret).expanduser(), Path(self.curve_clients).expanduser())
+
+
+class PluginEndpoint:
+    """The sanitized publisher and the owner's status socket, open (:attr:`sinks` go to the
+    plugin's session) until :meth:`close`.
+
+    Parameters
+    ----------
+    settings : EndpointSettings
+        With ``bind`` set.
+    seed : int or None
+        The session's noise seed: seeded noise is reproducible, not private, and is refused
+        unless ``settings.publish_reproducible_noise_not_private``.
+    context : zmq.Context, optional
+        Capture's (``g_pool.zmq_ctx``); default the process's shared one.
+
+    Raises
+    ------
+    InputError
+        Seeded noise without the setting that allows it; an address that cannot be bound; a
+        non-loopback ``bind`` without CURVE or ``insecure``; an unreadable CURVE certificate or
+        clients folder. Nothing is left open.
+    ValueError
+        ``settings.bind`` is None, or ``status_bind`` is not loopback or IPC.
+
+    Examples
+    --------
+    >>> endpoint = PluginEndpoint(EndpointSettings(bind="tcp://127.0.0.1:0", status_bind="tcp://127.0.0.1:0"))
+    >>> endpoint.describe().startswith("tcp://127.0.0.1:")
+    True
+    >>> endpoint.subscribers()
+    0
+    >>> endpoint.close()
+    """
+
+    def __init__(self, settings: EndpointSettings, *, seed: int | None = None, context: zmq.Context | None = None):
+        if not isinstance(settings, EndpointSettings):
+            raise TypeError(f"settings must be EndpointSettings, got {settings!r}")
+        if settings.bind is None:
+            raise ValueError("settings.bind is None: there is no endpoint to open")
+        if seed is not None and not settings.publish_reproducible_noise_not_private:
+            raise InputError(
+                f"seed {seed}: seeded noise is reproducible, not private (whoever knows the seed removes it); "
+                "the endpoint publishes it only with publish_reproducible_noise_not_private"
+            )
+        self.settings = settings
+        # the status socket first: a refused (non-loopback) address leaves nothing open
+        self.status = StatusPublisher(settings.status_bind, context=context)
+        try:
+            self.publisher = ReleasePublisher(
+                settings.bind,
+                curve=settings.curve,
+                insecure=settings.insecure,
+                context=context,
+                publish_reproducible_noise_not_private=settings.publish_reproducible_noise_not_private,
+            )
+        except BaseException:
+            self.status.close()
+            raise
+        self.closed = False
+
+    @property
+    def sinks(self) -> list[Any]:
+        return [self.publisher, self.status]
+
+    @property
+    def endpoint(self) -> str:
+        """The bound address of the sanitized socket (the port filled in)."""
+        return self.publisher.endpoint
+
+    @property
+    def curve(self) -> bool:
+        return self.settings.curve is not None
+
+    def subscribers(self) -> int:
+        """Live subscriptions on the sanitized socket (one per subscriber and topic prefix)."""
+        return 0 if self.closed else self.publisher.poll_subscriptions()
+
+    def describe(self) -> str:
+        """The endpoint in one line: address, CURVE on or off, who can reach it."""
+        if self.curve:
+            reach = "CURVE on: allowed clients only"
+        elif _is_loopback_address(self.endpoint):
+            reach = "CURVE off: this machine only"
+        else:
+            reach = "CURVE off, insecure: anyone who reaches this machine"
+        return f"{self.endpoint} ({reach})"
+
+    def close(self) -> None:
+        """Close both sockets (unsent messages are dropped)."""
+        if not self.closed:
+            self.closed = True
+            self.publisher.close()
+            self.status.close()
