@@ -122,6 +122,9 @@ class StopWhenDrained:
     def dropped(self):
         return self.stream.dropped
 
+    def __getattr__(self, name):  # what the relay watches: gaze_failure, eye_events_failure, reconnects
+        return getattr(self.stream, name)
+
 
 def _relay(recording, capacity, closed):
     gaze, blinks, gaze_stream, event_stream = _device_stream(recording)

@@ -1,24 +1,21 @@
 """Neon and Invisible live, through ``pupil-labs-realtime-api`` (``pip install 'streamdp[neon]'``).
 
 The Neon relay is an I/O shell around a :class:`~streamdp.session.Session`, like the Capture
-relay: it reads the device's datums, decodes them into columns and hands them to the session,
-whose sinks publish. Reordering, a restart when the clock goes back, and the late and invalid
-counters all come from the session.
+relay: it reads the device's datums, decodes them into columns
+(:class:`~streamdp.network.neon_decode.NeonDecoder`) and hands them to the session, whose sinks
+publish. Reordering, a restart when the clock goes back, and the late and invalid counters all
+come from the session.
 
 The public schedule holds without gaze: the relay keeps the device's clock (Unix time; the offset
 between the datums' timestamps and ``time.time()``, taken from the freshest datum) and, once the
 device has nothing queued, releases every chunk whose deadline that clock has passed
 (:meth:`~streamdp.session.Session.advance_to`), whether or not gaze still comes.
 
-Gaze arrives in scene-camera pixels with a ``worn`` flag and a Unix timestamp. streamdp
-normalizes the position by the scene camera size with the origin at the bottom left (as Pupil
-Core's ``norm_pos``, and as :mod:`streamdp.readers.neon` does for recordings), marks unworn
-samples invalid (confidence 0), averages the two pupil diameters of ``EyestateGazeData`` and its
-eyelid variants (mm), and takes blinks from the device's eye events (``BlinkEventData``, event
-type 4; fixation events are not used). Every gaze type of the realtime API 1.x is read:
-``GazeData``, ``EyestateGazeData``, ``EyestateEyelidGazeData``, ``EyestateEyelidDualMonoGazeData``,
-``BinoAndDualMonoGazeData`` by their binocular point, ``DualMonocularGazeData`` (no combined point)
-by the mean of its left and right points.
+The device's streams fail one at a time (:class:`~streamdp.network.neon_stream.NeonStream`):
+when the eye events fail, the relay says so once (the reason and how many came) and takes blinks
+from confidence (:class:`~streamdp.network.neon_blinks.ConfidenceBlinks`); when gaze fails, it
+ends with :class:`DeviceStreamError` naming the reason; each reconnection of a stream that
+ended counts in the status' ``reconnects`` and is published as a ``reconnecting`` status.
 """
 
 from __future__ import annotations
@@ -27,155 +24,26 @@ import logging
 import math
 import threading
 import time
-from array import array
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..gaze import BINOCULAR, BlinkEvents, GazeColumns
-from ..readers.neon import INVISIBLE_SCENE_SIZE, NEON_SCENE_SIZE, normalize_scene_pixels
+from ..errors import InputError, StreamdpError
+from ..gaze import BlinkEvents
+from ..readers.neon import INVISIBLE_SCENE_SIZE, NEON_SCENE_SIZE
 from ..session import Session, SessionCounters
 from ..status import SessionStatus, StatusEvent
+from .neon_blinks import ConfidenceBlinks
+from .neon_decode import BLINK_EVENT, NeonDecoder, mean_diameter
 from .neon_stream import open_device_streams
+
+__all__ = ["BLINK_EVENT", "DeviceStreamError", "NeonDecoder", "NeonRelay", "connect_device", "mean_diameter"]
 
 log = logging.getLogger(__name__)
 
-BLINK_EVENT = 4
 
-
-class NeonDecoder:
-    """Realtime-API gaze datums and eye events in, columns out, with no Python object kept per
-    sample: each field goes into a typed ``array.array`` column as it is read.
-
-    A datum without a usable timestamp or position fields counts in ``invalid`` and is skipped.
-
-    Examples
-    --------
-    >>> from collections import namedtuple
-    >>> Gaze = namedtuple("Gaze", "x y worn timestamp_unix_seconds")
-    >>> dec = NeonDecoder()
-    >>> dec.add_gaze(Gaze(800.0, 300.0, True, 1.7e9))
-    >>> dec.add_gaze(Gaze(0.0, 0.0, False, 1.7e9 + 0.005))
-    >>> dec.add_gaze("not a datum")
-    >>> cols, blinks = dec.take()
-    >>> cols.x.tolist(), cols.y.tolist(), cols.valid.tolist(), dec.invalid, blinks
-    ([0.5, 0.0], [0.75, 1.0], [True, False], 1, None)
-    """
-
-    def __init__(self, scene_size: tuple[float, float] = NEON_SCENE_SIZE) -> None:
-        self.scene_size = scene_size
-        self.invalid = 0
-        self._clear()
-
-    def _clear(self) -> None:
-        self._t, self._px, self._py = array("d"), array("d"), array("d")
-        self._worn = array("b")
-        self._left, self._right = array("d"), array("d")
-        self._blink_start, self._blink_end = array("d"), array("d")
-        self._had_blinks = False
-
-    def __len__(self) -> int:
-        return len(self._t)
-
-    @property
-    def span(self) -> float:
-        """Seconds between the first and the last gaze held (0 when fewer than two)."""
-        return self._t[-1] - self._t[0] if len(self._t) > 1 else 0.0
-
-    def add_gaze(self, datum: Any) -> None:
-        """One gaze datum: ``GazeData``, ``EyestateGazeData`` (and its eyelid variants), or
-        ``DualMonocularGazeData``."""
-        try:
-            t = float(datum.timestamp_unix_seconds)
-            if hasattr(datum, "x"):
-                px, py = float(datum.x), float(datum.y)
-            else:  # DualMonocularGazeData: left and right points only
-                px = 0.5 * (float(datum.left.x) + float(datum.right.x))
-                py = 0.5 * (float(datum.left.y) + float(datum.right.y))
-            worn = bool(datum.worn)
-        except (AttributeError, TypeError, ValueError):
-            self.invalid += 1
-            return
-        if not math.isfinite(t):
-            self.invalid += 1
-            return
-        left = getattr(datum, "pupil_diameter_left", None)
-        right = getattr(datum, "pupil_diameter_right", None)
-        self._t.append(t)
-        self._px.append(px)
-        self._py.append(py)
-        self._worn.append(worn)
-        self._left.append(_diameter(left))
-        self._right.append(_diameter(right))
-
-    def add_event(self, event: Any) -> None:
-        """One eye event; only blinks are kept."""
-        self._had_blinks = True
-        if getattr(event, "event_type", None) != BLINK_EVENT:
-            return
-        try:
-            start, end = event.start_time_ns * 1e-9, event.end_time_ns * 1e-9
-        except (AttributeError, TypeError):
-            self.invalid += 1
-            return
-        if not (math.isfinite(start) and math.isfinite(end) and start <= end):
-            self.invalid += 1
-            return
-        self._blink_start.append(start)
-        self._blink_end.append(end)
-
-    def take(self) -> tuple[GazeColumns, BlinkEvents | None]:
-        """The gaze decoded since the last call (arrival order) and the blinks finished since then
-        (None when no eye event arrived at all)."""
-        n = len(self._t)
-        t = np.frombuffer(self._t, dtype=np.float64) if n else np.empty(0)
-        px = np.frombuffer(self._px, dtype=np.float64) if n else np.empty(0)
-        py = np.frombuffer(self._py, dtype=np.float64) if n else np.empty(0)
-        worn = np.frombuffer(self._worn, dtype=np.int8).astype(bool) if n else np.empty(0, dtype=bool)
-        x, y = normalize_scene_pixels(px, py, self.scene_size)
-        valid = worn & np.isfinite(x) & np.isfinite(y)
-        cols = GazeColumns.from_arrays(
-            t=t,
-            x=x,
-            y=y,
-            confidence=valid.astype(np.float64),
-            diameter_mm=mean_diameter(
-                np.frombuffer(self._left, dtype=np.float64) if n else np.empty(0),
-                np.frombuffer(self._right, dtype=np.float64) if n else np.empty(0),
-            ),
-            diameter_px=np.full(n, np.nan),
-            eye_id=np.full(n, BINOCULAR, dtype=np.int8),
-            valid=valid,
-        )
-        blinks = None
-        if self._had_blinks:
-            blinks = BlinkEvents.from_arrays(np.array(self._blink_start), np.array(self._blink_end))
-        self._clear()
-        return cols, blinks
-
-
-def _diameter(value: object) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return math.nan
-
-
-def mean_diameter(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """The mean of the two pupil diameters (mm) where both are > 0, the one that is where only one
-    is, NaN where neither is.
-
-    Examples
-    --------
-    >>> mean_diameter(np.array([3.0, np.nan, 0.0]), np.array([3.4, 2.0, np.nan])).tolist()
-    [3.2, 2.0, nan]
-    """
-    ok_l = np.isfinite(left) & (left > 0)
-    ok_r = np.isfinite(right) & (right > 0)
-    total = np.where(ok_l, left, 0.0) + np.where(ok_r, right, 0.0)
-    count = ok_l.astype(np.float64) + ok_r
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
+class DeviceStreamError(StreamdpError):
+    """The device's gaze stream stopped for good: the message names the device and the reason."""
 
 
 class NeonRelay:
@@ -190,7 +58,8 @@ class NeonRelay:
         A :class:`~streamdp.network.neon_stream.NeonStream` (every datum queued, what does not fit
         counted: :attr:`dropped`), or anything with ``receive_gaze_datum(timeout_seconds)`` and
         ``receive_eye_events(timeout_seconds)``. Closed by :meth:`run` when it stops, if it has
-        ``close()``.
+        ``close()``. Its ``gaze_failure``, ``eye_events_failure`` and ``reconnects``, where it
+        has them, are watched between batches.
     invisible : bool
         Invisible's scene camera size instead of Neon's.
     batch_seconds : float
@@ -249,6 +118,9 @@ class NeonRelay:
         self._stop = threading.Event()
         #: device time − ``time.time()``: the largest seen since the clock last went back
         self._offset: float | None = None
+        #: blinks from confidence once the device's eye events failed (None while they run)
+        self.fallback_blinks: ConfidenceBlinks | None = None
+        self._reconnects_seen = 0
 
     @property
     def counters(self) -> SessionCounters:
@@ -293,7 +165,13 @@ class NeonRelay:
     def run(self) -> SessionCounters:
         """Relay until :meth:`stop`, publishing a running status every ``status_interval`` s and
         releasing chunks at their deadlines on the device's clock when gaze stops; then close the
-        device and publish a stopped status. Returns the counters."""
+        device and publish a stopped status. Returns the counters.
+
+        Raises
+        ------
+        DeviceStreamError
+            The device's gaze stream failed for good (what it had sent is fed first); raised
+            within the 0.5 s a read waits at most."""
         last_status = time.monotonic()
         try:
             while not self._stop.is_set():
@@ -304,12 +182,14 @@ class NeonRelay:
                 while datum is not None and not self._stop.is_set():
                     self.decoder.add_gaze(datum)
                     if self.decoder.span >= self.batch_seconds:
+                        self.watch_streams(gaze=False)  # an eye-event failure counts from this batch
                         self._take_events()
                         self.feed()
                     datum = self.device.receive_gaze_datum(timeout_seconds=0.0)
                 self._take_events()
                 if len(self.decoder):
                     self.feed()
+                self.watch_streams()
                 if not self._stop.is_set():
                     self.release_due()
                 if time.monotonic() - last_status >= self.status_interval:
@@ -334,9 +214,42 @@ class NeonRelay:
             self.decoder.add_event(event)
             event = self.device.receive_eye_events(timeout_seconds=0.0)
 
+    def watch_streams(self, *, gaze: bool = True) -> None:
+        """Act on what the device's streams report: reconnections are counted and published, an
+        eye-event failure is said once and blinks come from confidence from then on, a gaze
+        failure ends the relay (with ``gaze``: the relay calls it so once the queue is drained).
+
+        Raises
+        ------
+        DeviceStreamError
+            ``gaze`` and the gaze stream failed for good."""
+        reconnects = int(getattr(self.device, "reconnects", 0))
+        if reconnects > self._reconnects_seen:
+            self.session.counters.reconnects += reconnects - self._reconnects_seen
+            self._reconnects_seen = reconnects
+            log.warning("%s: a stream of the device ended: reconnecting (%d so far)", self.session.source, reconnects)
+            self.publish_status(StatusEvent.RECONNECTING)
+        events_failure = getattr(self.device, "eye_events_failure", None)
+        if events_failure is not None and self.fallback_blinks is None:
+            log.warning(
+                "%s: %s; blinks now come from confidence (on Neon only the worn flag's drops)",
+                self.session.source,
+                events_failure,
+            )
+            self.fallback_blinks = ConfidenceBlinks(self.session)
+        gaze_failure = getattr(self.device, "gaze_failure", None) if gaze else None
+        if gaze_failure is not None:
+            raise DeviceStreamError(f"{self.session.source}: {gaze_failure}")
+
     def feed(self) -> None:
         """Hand what was decoded to the session."""
         cols, blinks = self.decoder.take()
+        if self.fallback_blinks is not None and len(cols):
+            found = self.fallback_blinks.update(cols)
+            if blinks is not None:  # events the device sent before its stream failed
+                start, end = np.concatenate([blinks.start, found.start]), np.concatenate([blinks.end, found.end])
+                found = BlinkEvents.from_arrays(start, end)
+            blinks = found
         invalid, self.decoder.invalid = self.decoder.invalid, 0
         restarts = self.session.counters.restarts
         seen = float(cols.t.max()) - time.time() if len(cols) else None
@@ -345,6 +258,8 @@ class NeonRelay:
         self.session.receive(cols, blinks, invalid=invalid)
         if seen is not None and self.session.counters.restarts != restarts:
             self._offset = seen  # the clock went back (the session restarted): start afresh
+            if self.fallback_blinks is not None:
+                self.fallback_blinks.reset()
 
 
 def connect_device(address: str | None) -> Any:
