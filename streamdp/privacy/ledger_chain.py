@@ -138,7 +138,7 @@ def start_record(identity: str, *, kind: str, state: LedgerState, **about: Any) 
 
 
 def _number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def verify_chain(
@@ -215,8 +215,8 @@ def _next_state(rec: dict[str, Any], before: LedgerState, seq: int, where: str, 
         raise LedgerError(f"{where}: the record is damaged (kind {kind!r} where a charge belongs); {fix}")
     if not (_number(eps) and _number(spent) and spent >= 0 and type(charged) is int and charged >= 0):
         raise LedgerError(f"{where}: the record is damaged (its ε, total or count is missing or < 0); {fix}")
-    if not isinstance(recent, list) or not all(_number(e) and e > 0 for e in recent):
-        raise LedgerError(f"{where}: the record is damaged (its recent charges are not numbers > 0); {fix}")
+    if not isinstance(recent, list):
+        raise LedgerError(f"{where}: the record is damaged (its recent charges are not a list); {fix}")
     if kind == "charge":
         if spent < before.epsilon_spent:
             raise LedgerError(f"{where}: the total went down (ε spent {spent:g} after {before.epsilon_spent:g}); {fix}")
@@ -228,6 +228,10 @@ def _next_state(rec: dict[str, Any], before: LedgerState, seq: int, where: str, 
         n = len(before.recent)
         if len(recent) > n + 1 or recent != [*before.recent, eps][n + 1 - len(recent) :]:
             raise LedgerError(f"{where}: the recent charges are not the chain's last ones; {fix}")
-    elif kind == "reset" and (spent != 0 or charged != 0 or recent):
+        # a suffix of charges already checked: its values need no check of their own
+        return LedgerState(spent, charged, tuple(recent))
+    if not all(_number(e) and e > 0 for e in recent):
+        raise LedgerError(f"{where}: the record is damaged (its recent charges are not numbers > 0); {fix}")
+    if kind == "reset" and (spent != 0 or charged != 0 or recent):
         raise LedgerError(f"{where}: a reset that does not start from 0; {fix}")
     return LedgerState(float(spent), charged, tuple(float(e) for e in recent))
