@@ -199,6 +199,14 @@ def test_a_torn_final_append_is_dropped_and_no_charge_is_lost_or_doubled(tmp_pat
     assert [r["seq"] for r in _records(store)] == [0, 1, 2] and _store(tmp_path).read() == state
 
 
+def test_a_torn_first_append_starts_from_nothing_as_it_was(tmp_path):
+    store = _store(tmp_path)
+    tmp_path.mkdir(exist_ok=True)
+    store.path.write_bytes(b'{"at":"2026-11-25T')  # the first charge ever, cut by a crash: no index yet
+    assert store.read().epsilon_spent == 0.0
+    assert _store(tmp_path).charge(2.0, keep=0).epsilon_spent == 2.0 and len(_records(store)) == 1
+
+
 def test_a_crash_between_the_append_and_the_index_keeps_the_charge(tmp_path):
     store = _charged(tmp_path, 2)
     index = tmp_path / "index.json"

@@ -15,8 +15,11 @@ For the ``session`` and ``w-event`` units, a unit with an ``identity`` keeps wha
 spent in a durable ledger on the device (:class:`~streamdp.privacy.ledger_store.LedgerStore`):
 the budget survives restarts of the relay, Capture, the plugin and the machine, and every
 recording replayed under one identity charges one budget. Each charge is written ahead of its
-release. Without an identity the budget lives in memory and starts again with the process; the
-ledger says so.
+release, as one record of an append-only chain (each record holds the running total and the hash
+of the one before); a ledger whose total went down, that was edited, cut back or deleted while the
+ledger folder remembers it is refused, and ``streamdp budget reset`` is the only way to start over.
+Without an identity the budget lives in memory and starts again with the process; the ledger says
+so.
 
 Raw gaze: one gaze sample reaches the steps whose windows hold the events it is part of; events
 are cut at public blocks of ``max_event_duration`` s, so the reach is bounded by the public
