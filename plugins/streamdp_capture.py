@@ -35,7 +35,7 @@ from plugin import Plugin  # Capture's plugin base class, importable inside Capt
 #: what streamdp needs of the Python and the numpy Capture runs it in; ``streamdp install-plugin``
 #: reads these two lines and refuses an older target
 REQUIRED_PYTHON = (3, 10)
-REQUIRED_NUMPY = (1, 24)
+REQUIRED_NUMPY = (1, 23)
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -58,11 +58,10 @@ def _check_host() -> None:
 _check_host()
 
 from streamdp.capture.check import check_capture  # noqa: E402 (after the host check)
-from streamdp.capture.endpoint import EndpointSettings, PluginEndpoint  # noqa: E402
+from streamdp.capture.endpoint import EndpointSettings, PluginEndpoint, open_endpoint, reopen_endpoint  # noqa: E402
 from streamdp.capture.events import ENDPOINT_SETTINGS, CaptureEventsSink, session_config  # noqa: E402
 from streamdp.capture.watch import clock_jumped, network_api_state, pupil_remote_to_loopback  # noqa: E402
 from streamdp.config import DEFAULT_EPSILON, SessionConfig  # noqa: E402
-from streamdp.errors import InputError  # noqa: E402
 from streamdp.privacy.mechanisms import MECHANISMS  # noqa: E402
 from streamdp.session import Session  # noqa: E402
 from streamdp.status import StatusEvent  # noqa: E402
@@ -160,25 +159,11 @@ class StreamDP(Plugin):
         sinks = [self.sink, *(self.endpoint.sinks if self.endpoint is not None else [])]
         return Session(config, sinks=sinks, seed=seed, source="Capture events")
 
-    def _open_endpoint(self, settings: dict[str, Any]) -> bool:
-        """Open the endpoint ``settings`` describe (none if ``bind`` is None); on failure the
-        reason goes to :attr:`endpoint_error` and the log, and no socket is left open."""
-        self.endpoint, self.endpoint_error = None, ""
-        try:
-            endpoint_settings, _ = EndpointSettings.split(settings)
-            if endpoint_settings.bind is not None:
-                context = getattr(self.g_pool, "zmq_ctx", None)
-                self.endpoint = PluginEndpoint(endpoint_settings, seed=settings.get("seed"), context=context)
-        except (InputError, TypeError, ValueError) as exc:
-            self.endpoint_error = str(exc)
-            logger.error("streamdp: endpoint closed: %s", exc)
-            return False
-        return True
-
-    def _close_endpoint(self) -> None:
-        if self.endpoint is not None:
-            self.endpoint.close()
-            self.endpoint = None
+    def _open_endpoint(self, settings: dict[str, Any]) -> None:
+        # never raises: a port in use or a refused address is shown in the menu, Capture goes on
+        self.endpoint, self.endpoint_error = open_endpoint(settings, context=getattr(self.g_pool, "zmq_ctx", None))
+        if self.endpoint_error:
+            logger.error("streamdp: endpoint closed: %s", self.endpoint_error)
 
     def update_settings(self, **changes: Any) -> bool:
         """Apply new settings; invalid ones are refused (shown in the menu) and the session and
@@ -188,15 +173,20 @@ class StreamDP(Plugin):
         new = {**self._settings, **changes}
         try:
             config = session_config(new)
-            EndpointSettings.split(new)
-        except (TypeError, ValueError) as exc:
+            endpoint_settings, _ = EndpointSettings.split(new)
+            if endpoint_settings.bind is not None:  # all but a port in use, with nothing closed
+                PluginEndpoint.check(endpoint_settings, seed=new.get("seed"))
+        except (TypeError, ValueError) as exc:  # InputError is a ValueError
             return self._refuse(exc)
         if any(new.get(k) != self._settings.get(k) for k in (*ENDPOINT_SETTINGS, "seed")):
-            self._close_endpoint()
-            if not self._open_endpoint(new):
-                problem = self.endpoint_error
-                self._open_endpoint(self._settings)  # the endpoint that ran (its ports were just ours)
+            context = getattr(self.g_pool, "zmq_ctx", None)
+            endpoint, problem = reopen_endpoint(self.endpoint, self._settings, new, context=context)
+            if problem:
+                if endpoint is not self.endpoint:  # reopened on the same ports: the session's sinks follow
+                    self.endpoint, self.endpoint_error = endpoint, "" if endpoint else problem
+                    self.session.sinks = [self.sink, *(endpoint.sinks if endpoint is not None else [])]
                 return self._refuse(problem)
+            self.endpoint, self.endpoint_error = endpoint, ""
         self._generation += 1
         session = self._session(config)
         session.continue_budget(self.session)
@@ -359,7 +349,9 @@ class StreamDP(Plugin):
         # nothing partial is ever released: the chunk in progress is dropped with the plugin;
         # the endpoint's port is given back (Capture calls this on removal and at shutdown)
         logger.info("streamdp: %s", self.status)
-        self._close_endpoint()
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
         self.sink.close()
 
     # properties the menu edits

@@ -12,6 +12,7 @@ defaults as ``streamdp relay`` (``--bind``, ``--curve-secret``, ``--curve-client
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,22 @@ import zmq
 
 from ..checks import check_seconds
 from ..errors import InputError
-from ..network.sink import DEFAULT_STATUS_ENDPOINT, CurveServer, ReleasePublisher, StatusPublisher, _is_loopback_address
+from ..network.sink import (
+    DEFAULT_STATUS_ENDPOINT,
+    CurveServer,
+    ReleasePublisher,
+    StatusPublisher,
+    _is_loopback_address,
+    check_release_endpoint,
+    check_status_endpoint,
+)
 
-__all__ = ["DEFAULT_BIND", "EndpointSettings", "PluginEndpoint"]
+__all__ = ["DEFAULT_BIND", "EndpointSettings", "PluginEndpoint", "open_endpoint", "reopen_endpoint"]
 
 #: ``streamdp relay --bind``'s default
 DEFAULT_BIND = "tcp://127.0.0.1:5570"
+_SCHEMES = ("tcp://", "ipc://")
+_EXAMPLES = {"bind": DEFAULT_BIND, "status_bind": DEFAULT_STATUS_ENDPOINT}
 
 
 def _optional_str(name: str, value: object) -> None:
@@ -75,6 +86,10 @@ class EndpointSettings:
             _optional_str(name, getattr(self, name))
         if not isinstance(self.status_bind, str):
             raise TypeError(f"status_bind must be a str, got {self.status_bind!r}")
+        for name in ("bind", "status_bind"):
+            address = getattr(self, name)
+            if address is not None and not address.startswith(_SCHEMES):
+                raise ValueError(f"{name} must be a ZeroMQ address (e.g. {_EXAMPLES[name]}), got {address!r}")
         for name in ("insecure", "publish_reproducible_noise_not_private"):
             _bool(name, getattr(self, name))
         object.__setattr__(self, "status_interval", check_seconds("status_interval", self.status_interval))
@@ -143,21 +158,13 @@ class PluginEndpoint:
     """
 
     def __init__(self, settings: EndpointSettings, *, seed: int | None = None, context: zmq.Context | None = None):
-        if not isinstance(settings, EndpointSettings):
-            raise TypeError(f"settings must be EndpointSettings, got {settings!r}")
-        if settings.bind is None:
-            raise ValueError("settings.bind is None: there is no endpoint to open")
-        if seed is not None and not settings.publish_reproducible_noise_not_private:
-            raise InputError(
-                f"seed {seed}: seeded noise is reproducible, not private (whoever knows the seed removes it); "
-                "the endpoint publishes it only with publish_reproducible_noise_not_private"
-            )
+        bind = self.check(settings, seed=seed)
         self.settings = settings
         # the status socket first: a refused (non-loopback) address leaves nothing open
         self.status = StatusPublisher(settings.status_bind, context=context)
         try:
             self.publisher = ReleasePublisher(
-                settings.bind,
+                bind,
                 curve=settings.curve,
                 insecure=settings.insecure,
                 context=context,
@@ -167,6 +174,29 @@ class PluginEndpoint:
             self.status.close()
             raise
         self.closed = False
+
+    @staticmethod
+    def check(settings: EndpointSettings, *, seed: int | None = None) -> str:
+        """Everything :class:`PluginEndpoint` refuses before it binds (all but a port in use),
+        without opening anything; returns the address to bind.
+
+        Raises
+        ------
+        TypeError, ValueError, InputError
+            As :class:`PluginEndpoint`.
+        """
+        if not isinstance(settings, EndpointSettings):
+            raise TypeError(f"settings must be EndpointSettings, got {settings!r}")
+        if settings.bind is None:
+            raise ValueError("settings.bind is None: there is no endpoint to open")
+        if seed is not None and not settings.publish_reproducible_noise_not_private:
+            raise InputError(
+                f"seed {seed}: seeded noise is reproducible, not private (whoever knows the seed removes it); "
+                "the endpoint publishes it only with publish_reproducible_noise_not_private"
+            )
+        check_status_endpoint(settings.status_bind)
+        check_release_endpoint(settings.bind, curve=settings.curve, insecure=settings.insecure)
+        return settings.bind
 
     @property
     def sinks(self) -> list[Any]:
@@ -180,6 +210,10 @@ class PluginEndpoint:
     @property
     def curve(self) -> bool:
         return self.settings.curve is not None
+
+    def bound_settings(self) -> dict[str, str]:
+        """``bind`` and ``status_bind`` as bound: opening these again takes the same ports."""
+        return {"bind": self.publisher.endpoint, "status_bind": self.status.endpoint}
 
     def subscribers(self) -> int:
         """Live subscriptions on the sanitized socket (one per subscriber and topic prefix)."""
@@ -201,3 +235,46 @@ class PluginEndpoint:
             self.closed = True
             self.publisher.close()
             self.status.close()
+
+
+def open_endpoint(
+    settings: Mapping[str, Any], *, context: zmq.Context | None = None
+) -> tuple[PluginEndpoint | None, str]:
+    """The endpoint a plugin's settings describe, as ``(endpoint, "")``; ``(None, "")`` when
+    ``bind`` is None; ``(None, why)`` when it cannot be opened (nothing is left open)."""
+    try:
+        endpoint_settings, _ = EndpointSettings.split(dict(settings))
+        if endpoint_settings.bind is None:
+            return None, ""
+        return PluginEndpoint(endpoint_settings, seed=settings.get("seed"), context=context), ""
+    except (TypeError, ValueError) as exc:  # InputError is a ValueError
+        return None, str(exc)
+
+
+def reopen_endpoint(
+    running: PluginEndpoint | None,
+    current: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    context: zmq.Context | None = None,
+) -> tuple[PluginEndpoint | None, str]:
+    """Serve on ``new``'s endpoint instead of ``running`` (opened with ``current``): returns the
+    endpoint now serving and ``""``, or why ``new``'s could not be opened and the endpoint that
+    serves instead. New addresses are bound before ``running`` closes, so a port in use leaves
+    it serving untouched; the same addresses (e.g. CURVE switched on) are given back first and
+    taken again, and on failure ``running``'s settings are opened again on its ports (None if
+    even that fails)."""
+    if running is None:
+        return open_endpoint(new, context=context)
+    was = {**current, **running.bound_settings()}  # a port 0 was given one: keep it
+    same = any(new.get(k) == was[k] for k in ("bind", "status_bind"))
+    if same:
+        running.close()
+    endpoint, problem = open_endpoint(new, context=context)
+    if not problem:
+        running.close()
+        return endpoint, ""
+    if not same:
+        return running, problem
+    endpoint, _ = open_endpoint(was, context=context)  # its ports were ours a moment ago
+    return endpoint, problem

@@ -10,7 +10,7 @@ Every fact below is read from Capture's source (pupil-labs/pupil, ``pupil_src``,
   ``on_pupil_remote_server_did_start`` does nothing; the controller only logs at debug level).
   ``world_process.adapting_clock``, which the plugin once restarted on, appears nowhere in
   ``pupil_src``. :data:`NOTIFICATION_SUBJECTS` lists what the plugin does with each subject it
-  meets (``tests/test_capture_subjects.py`` greps them in Capture's source).
+  meets, with the source file (``tests/test_plugin_capture_facts.py`` holds the plugin to it).
 - **Pupil Remote restarts** happen (a) when the Network API plugin is started, replaced or stopped
   (``launchables/world.py``: ``start_plugin``/``stop_plugin``, or the plugin manager), binding
   ``tcp://{host}:{g_pool.preferred_remote_port}`` in ``PupilRemoteController.__init__`` and

@@ -147,6 +147,50 @@ def _is_loopback_address(endpoint: str) -> bool:
         return False
 
 
+def check_status_endpoint(endpoint: object) -> None:
+    """Refuse a status endpoint that is not on a loopback address or IPC (what
+    :class:`StatusPublisher` checks before it binds).
+
+    Raises
+    ------
+    TypeError
+        ``endpoint`` is not a str.
+    ValueError
+        It is not on a loopback address (127.0.0.1, ::1) or IPC.
+    """
+    if not isinstance(endpoint, str):
+        raise TypeError(f"status endpoint must be a str, got {endpoint!r}")
+    if not _is_loopback_address(endpoint):
+        raise ValueError(
+            "status endpoint must be on a loopback address (tcp://127.0.0.1:…) or ipc://, got "
+            f"{endpoint!r}: the counters are raw functions of the gaze and stay on this device"
+        )
+
+
+def check_release_endpoint(
+    endpoint: str, *, curve: CurveServer | None = None, insecure: bool = False
+) -> tuple[bytes, bytes] | None:
+    """What :class:`ReleasePublisher` checks before it binds; returns the server's CURVE keys
+    (None without CURVE).
+
+    Raises
+    ------
+    InputError
+        ``endpoint`` is not loopback and neither CURVE nor ``insecure`` was given; the clients
+        folder is missing; the secret certificate cannot be read.
+    """
+    if not _is_loopback(endpoint) and curve is None and not insecure:
+        raise InputError(
+            f"{endpoint}: refusing to publish sanitized features beyond this machine without "
+            "CURVE authentication (give a server certificate and a clients folder, or --insecure)"
+        )
+    if curve is None:
+        return None
+    if not Path(curve.clients_dir).is_dir():
+        raise InputError(f"{curve.clients_dir}: no such folder of allowed clients' public certificates")
+    return read_certificate(curve.secret_file, secret=True)
+
+
 class StatusPublisher:
     """The device owner's status socket: a PUB socket on a loopback address only, publishing
     each :class:`~streamdp.status.SessionStatus` on ``streamdp.status`` (a
@@ -175,13 +219,7 @@ class StatusPublisher:
     """
 
     def __init__(self, endpoint: str = DEFAULT_STATUS_ENDPOINT, *, context: zmq.Context | None = None) -> None:
-        if not isinstance(endpoint, str):
-            raise TypeError(f"status endpoint must be a str, got {endpoint!r}")
-        if not _is_loopback_address(endpoint):
-            raise ValueError(
-                "status endpoint must be on a loopback address (tcp://127.0.0.1:…) or ipc://, got "
-                f"{endpoint!r}: the counters are raw functions of the gaze and stay on this device"
-            )
+        check_status_endpoint(endpoint)
         self._socket = (context or zmq.Context.instance()).socket(zmq.PUB)
         self._socket.linger = 0
         self._socket.sndhwm = 100
@@ -272,16 +310,8 @@ class ReleasePublisher:
                 f"got {publish_reproducible_noise_not_private!r}"
             )
         self.publish_reproducible_noise_not_private = publish_reproducible_noise_not_private
-        if not _is_loopback(endpoint) and curve is None and not insecure:
-            raise InputError(
-                f"{endpoint}: refusing to publish sanitized features beyond this machine without "
-                "CURVE authentication (give a server certificate and a clients folder, or --insecure)"
-            )
-        keys = None
-        if curve is not None:  # read before anything is started: a bad certificate leaves nothing running
-            if not Path(curve.clients_dir).is_dir():
-                raise InputError(f"{curve.clients_dir}: no such folder of allowed clients' public certificates")
-            keys = read_certificate(curve.secret_file, secret=True)
+        # read before anything is started: a bad certificate leaves nothing running
+        keys = check_release_endpoint(endpoint, curve=curve, insecure=insecure)
         ctx = context or zmq.Context.instance()
         self._auth: ThreadAuthenticator | None = None
         self._socket = ctx.socket(zmq.XPUB)

@@ -52,9 +52,7 @@ class WorldFrame:
         self.index = index
 
 
-def world_frames(
-    recording: Recording, fps: float = 30.0, *, untidy: bool = False
-) -> Iterator[dict[str, Any]]:
+def world_frames(recording: Recording, fps: float = 30.0, *, untidy: bool = False) -> Iterator[dict[str, Any]]:
     """The ``events`` of each world frame as Capture batches them: ``frame`` (a
     :class:`WorldFrame` at the frame's Pupil time) and the gaze and blink datums Capture would
     publish for ``recording`` in the frame's period, none later than the frame. ``untidy``: as

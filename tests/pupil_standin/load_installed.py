@@ -46,12 +46,20 @@ def gaze_frames(seconds: float = 120.0, rate: float = 120.0, fps: float = 30.0):
             frame, t_next = [], t_next + 1 / fps
         ts, x, y = float(t[i]), float(xy[i, 0]), float(xy[i, 1])
         base = [
-            {"topic": f"pupil.{e}.3d", "id": e, "timestamp": ts, "confidence": 0.95, "diameter_3d": 3.5,
-             "diameter": 40.0, "norm_pos": [0.5, 0.5]}
+            {
+                "topic": f"pupil.{e}.3d",
+                "id": e,
+                "timestamp": ts,
+                "confidence": 0.95,
+                "diameter_3d": 3.5,
+                "diameter": 40.0,
+                "norm_pos": [0.5, 0.5],
+            }
             for e in (0, 1)
         ]
-        frame.append({"topic": "gaze.3d.01.", "norm_pos": [x, y], "confidence": 0.95, "timestamp": ts,
-                      "base_data": base})
+        frame.append(
+            {"topic": "gaze.3d.01.", "norm_pos": [x, y], "confidence": 0.95, "timestamp": ts, "base_data": base}
+        )
     yield {"gaze": frame}
 
 
@@ -67,8 +75,13 @@ def main() -> None:
     import zmq
 
     g_pool = SimpleNamespace(app="capture", menubar=[], plugins=None, timebase=SimpleNamespace(value=0.0))
-    settings = {"chunk_length": 8, "window": 4.0, "step": 0.5, "bind": "tcp://127.0.0.1:0",
-                "status_bind": "tcp://127.0.0.1:0"}
+    settings = {
+        "chunk_length": 8,
+        "window": 4.0,
+        "step": 0.5,
+        "bind": "tcp://127.0.0.1:0",
+        "status_bind": "tcp://127.0.0.1:0",
+    }
     plugin.Plugin_List(g_pool, [(module.StreamDP, settings)])
     streamdp_plugin = next(iter(g_pool.plugins))
     sub = zmq.Context.instance().socket(zmq.SUB)
@@ -91,15 +104,19 @@ def main() -> None:
     sub.close()
     import streamdp
 
-    print(json.dumps({
-        "topics": sorted({d["topic"] for d in released}),
-        "timestamps": [d["timestamp"] for d in released],
-        "received": received,
-        "privacy": privacy,
-        "streamdp": streamdp.__file__,
-        "modules": sorted(m for m in sys.modules if m.startswith("streamdp.")),
-        "blocked_loaded": sorted(m for m in blocked if m in sys.modules),
-    }))
+    print(
+        json.dumps(
+            {
+                "topics": sorted({d["topic"] for d in released}),
+                "timestamps": [d["timestamp"] for d in released],
+                "received": received,
+                "privacy": privacy,
+                "streamdp": streamdp.__file__,
+                "modules": sorted(m for m in sys.modules if m.startswith("streamdp.")),
+                "blocked_loaded": sorted(m for m in blocked if m in sys.modules),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

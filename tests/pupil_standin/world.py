@@ -36,8 +36,13 @@ class IPCPublisher:
         self.socket.close(linger=0)
 
 
-def make_g_pool(ipc_pub: IPCPublisher, *, plugins: tuple[type, ...] = (), remote_port: int = PREFERRED_REMOTE_PORT,
-                ipc_sub_url: str = "tcp://127.0.0.1:9") -> SimpleNamespace:
+def make_g_pool(
+    ipc_pub: IPCPublisher,
+    *,
+    plugins: tuple[type, ...] = (),
+    remote_port: int = PREFERRED_REMOTE_PORT,
+    ipc_sub_url: str = "tcp://127.0.0.1:9",
+) -> SimpleNamespace:
     """Capture's ``g_pool``: Pupil time is the monotonic clock minus ``timebase.value`` (a shared
     ``multiprocessing.Value`` in Capture); ``plugin_by_name`` holds the plugin classes a
     ``start_plugin`` notification may name (``plugins``)."""

@@ -14,8 +14,15 @@ COLOR_TEXT_INFO = RGBA(1.0, 1.0, 1.0, 0.6)
 class _Synced:
     """An element bound to ``attribute_context.attribute_name`` (or a getter and a setter)."""
 
-    def __init__(self, attribute_name: str, attribute_context: Any = None, *, label: str | None = None,
-                 setter: Callable[[Any], Any] | None = None, getter: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        attribute_name: str,
+        attribute_context: Any = None,
+        *,
+        label: str | None = None,
+        setter: Callable[[Any], Any] | None = None,
+        getter: Callable[[], Any] | None = None,
+    ) -> None:
         self.attribute_name, self.context = attribute_name, attribute_context
         self.label = label or attribute_name
         self._setter, self._getter = setter, getter
@@ -38,26 +45,48 @@ class Text_Input(_Synced):
 
 
 class Slider(_Synced):
-    def __init__(self, attribute_name: str, attribute_context: Any = None, label: str | None = None, min: float = 0,
-                 max: float = 100, step: float = 0, setter: Callable[[Any], Any] | None = None,
-                 getter: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        attribute_name: str,
+        attribute_context: Any = None,
+        label: str | None = None,
+        min: float = 0,
+        max: float = 100,
+        step: float = 0,
+        setter: Callable[[Any], Any] | None = None,
+        getter: Callable[[], Any] | None = None,
+    ) -> None:
         super().__init__(attribute_name, attribute_context, label=label, setter=setter, getter=getter)
         self.min, self.max, self.step = min, max, step
 
 
 class Switch(_Synced):
-    def __init__(self, attribute_name: str, attribute_context: Any = None, on_val: Any = True, off_val: Any = False,
-                 label: str | None = None, setter: Callable[[Any], Any] | None = None,
-                 getter: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        attribute_name: str,
+        attribute_context: Any = None,
+        on_val: Any = True,
+        off_val: Any = False,
+        label: str | None = None,
+        setter: Callable[[Any], Any] | None = None,
+        getter: Callable[[], Any] | None = None,
+    ) -> None:
         super().__init__(attribute_name, attribute_context, label=label, setter=setter, getter=getter)
         self.on_val, self.off_val = on_val, off_val
 
 
 class Selector(_Synced):
-    def __init__(self, attribute_name: str, attribute_context: Any = None, selection: list[Any] | None = None,
-                 labels: list[str] | None = None, label: str | None = None,
-                 setter: Callable[[Any], Any] | None = None, getter: Callable[[], Any] | None = None,
-                 selection_getter: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        attribute_name: str,
+        attribute_context: Any = None,
+        selection: list[Any] | None = None,
+        labels: list[str] | None = None,
+        label: str | None = None,
+        setter: Callable[[Any], Any] | None = None,
+        getter: Callable[[], Any] | None = None,
+        selection_getter: Callable[[], Any] | None = None,
+    ) -> None:
         super().__init__(attribute_name, attribute_context, label=label, setter=setter, getter=getter)
         self.selection = list(selection or [])
         self.labels = labels or [str(s) for s in self.selection]
