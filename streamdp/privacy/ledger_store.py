@@ -30,10 +30,8 @@ the ledger one record ahead of the index: that charge counts (write-ahead: a cha
 release that never happened, never the reverse).
 
 What it does not stop: someone who rewrites a ledger and the folder's index consistently (both are
-the user's files). ``streamdp budget show`` prints the head hash, to note elsewhere.
-
-The files are local: they name the person, and they are never published or written beside shared
-data.
+the user's files; ``streamdp budget show`` prints the last hash, to note elsewhere). The files are
+local: they name the person, and they are never published or written beside shared data.
 
 Examples
 --------
@@ -277,6 +275,7 @@ class LedgerStore:
 
     def _verified(self) -> Chain:
         """The ledger, verified against itself and the folder's index (under the lock)."""
+        known, self._known = self._known, None  # kept again only when this verification passes
         if self.legacy_path.exists():
             raise LedgerError(
                 f"{self.legacy_path}: an old-format ledger (one total, no chain): carry its total into a chained "
@@ -292,7 +291,7 @@ class LedgerStore:
         try:
             with open(self._path, "rb") as f:
                 stat = os.fstat(f.fileno())
-                chain = self._read_chain(f, (stat.st_dev, stat.st_ino), entry)
+                chain = self._read_chain(f, known, (stat.st_dev, stat.st_ino), entry)
         except FileNotFoundError:
             if entry is not None:
                 raise LedgerError(
@@ -300,7 +299,6 @@ class LedgerStore:
                     f"record(s), ε spent {entry.epsilon_spent:g}, last hash {entry.head[:16]}…): restore the file, "
                     f"or start over knowingly with `streamdp budget reset {self._identity}`"
                 ) from None
-            self._known = None
             return Chain()
         except (OSError, UnicodeDecodeError) as exc:
             raise LedgerError(f"{self._path}: the ledger cannot be read ({exc})") from None
@@ -308,11 +306,12 @@ class LedgerStore:
         self._known = (stat.st_dev, stat.st_ino, chain)
         return chain
 
-    def _read_chain(self, f: Any, device_inode: tuple[int, int], entry: IndexEntry | None) -> Chain:
+    def _read_chain(
+        self, f: Any, known: tuple[int, int, Chain] | None, device_inode: tuple[int, int], entry: IndexEntry | None
+    ) -> Chain:
         """The chain in ``f``: only what follows the chain this store verified last, when the
         file is the same, no shorter, and still ends that chain with the same record."""
         want = entry.records - 1 if entry is not None else None
-        known = self._known
         if known is not None and known[:2] == device_inode and entry is not None:
             chain = known[2]
             start = chain.length - len(chain.last_line) - 1
