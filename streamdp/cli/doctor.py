@@ -30,11 +30,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
         "doctor", help="is this setup private? where raw gaze is reachable, and what streamdp serves"
     )
-    p.add_argument("--remote", default="tcp://127.0.0.1:50020", help="Pupil Remote's address (as the relay's)")
-    p.add_argument("--bind", default="tcp://127.0.0.1:5570", help="the relay's sanitized endpoint")
-    p.add_argument("--status-bind", default="tcp://127.0.0.1:5571", help="the relay's status endpoint")
-    p.add_argument("--curve-secret", help="the relay's CURVE secret certificate (CURVE on when given)")
-    p.add_argument("--curve-clients", help="folder of allowed clients' public certificates")
+    p.add_argument(
+        "--remote",
+        default="tcp://127.0.0.1:50020",
+        help="Pupil Remote's address, as the relay's (default: %(default)s)",
+    )
+    p.add_argument(
+        "--bind", default="tcp://127.0.0.1:5570", help="the relay's sanitized endpoint (default: %(default)s)"
+    )
+    p.add_argument(
+        "--status-bind", default="tcp://127.0.0.1:5571", help="the relay's status endpoint (default: %(default)s)"
+    )
+    p.add_argument("--curve-secret", help="the relay's CURVE secret certificate (default: none, CURVE off)")
+    p.add_argument("--curve-clients", help="folder of allowed clients' public certificates (default: none)")
     p.add_argument("--insecure", action="store_true", help="as the relay's (a non-loopback bind without CURVE)")
     p.add_argument(
         "--publish-reproducible-noise-not-private", action="store_true", help="as the relay's (seeded noise published)"
@@ -45,9 +53,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         const="",
         default=None,
         metavar="HOST[:PORT]",
-        help="gaze from a Neon or Invisible: no Pupil Capture to check on this machine",
+        help="gaze from a Neon or Invisible: no Pupil Capture to check on this machine (default: Pupil Capture)",
     )
-    p.add_argument("--timeout", type=POSITIVE, default=1.0, help="seconds Pupil Remote has to answer")
+    p.add_argument(
+        "--timeout", type=POSITIVE, default=1.0, help="seconds Pupil Remote has to answer (default: %(default)s)"
+    )
     p.add_argument("--json", action="store_true", help="one JSON object: verdict, exit_code, findings, firewall")
     add_config_file_option(p)
     add_config_options(p, ["privacy", "features", "live"])

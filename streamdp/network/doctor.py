@@ -24,15 +24,14 @@ Examples
 from __future__ import annotations
 
 import ipaddress
-import json
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import zmq
 
+from .deployment import EXIT_PRIVATE, EXIT_RAW_REACHABLE, EXIT_UNCHECKED, DeploymentReport, Finding
 from .firewall import firewall_commands
 from .listening import ListeningSocket, ListeningTableUnavailable, listening_sockets
 
@@ -46,68 +45,12 @@ __all__ = [
     "check_ports",
 ]
 
-EXIT_PRIVATE, EXIT_RAW_REACHABLE, EXIT_UNCHECKED = 0, 1, 2
-
 #: what reaching each of Capture's ports gives another host
 ROLES = {
     "Pupil Remote": "answers SUB_PORT to anyone and commands Capture (recording, plugins, its own address)",
     "SUB_PORT": "Capture's backbone (XPUB): raw gaze to any subscriber",
     "PUB_PORT": "Capture's backbone (XSUB): anyone may publish into Capture (start_plugin, recording)",
 }
-
-#: a finding's status; only "exposed" and "unknown" change the exit code
-STATUSES = ("ok", "exposed", "unknown", "warning", "note")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing checked: its subject, its status (one of :data:`STATUSES`) and one line of text."""
-
-    subject: str
-    status: str
-    text: str
-
-    def __str__(self) -> str:
-        return f"{self.status:>7}  {self.subject}: {self.text}"
-
-
-@dataclass(frozen=True)
-class DeploymentReport:
-    """The findings, one line each; the verdict, one line; the exit code (0 private, 1 raw gaze
-    reachable beyond loopback, 2 could not check); the firewall commands for the platform
-    (printed, never run)."""
-
-    findings: tuple[Finding, ...]
-    verdict: str
-    exit_code: int
-    firewall_commands: tuple[str, ...] = ()
-    platform: str = sys.platform
-
-    @property
-    def private(self) -> bool:
-        return self.exit_code == EXIT_PRIVATE
-
-    def lines(self) -> list[str]:
-        """The findings, the verdict and any firewall commands, as ``streamdp doctor`` prints them."""
-        out = [str(f) for f in self.findings] + [self.verdict]
-        if self.firewall_commands:
-            out += [f"firewall commands for {self.platform} (printed, not run):", *self.firewall_commands]
-        return out
-
-    def as_json(self) -> str:
-        """One JSON object: ``verdict``, ``exit_code``, ``private``, ``findings`` (``subject``,
-        ``status``, ``text``), ``firewall_commands``, ``platform``."""
-        return json.dumps(
-            {
-                "verdict": self.verdict,
-                "exit_code": self.exit_code,
-                "private": self.private,
-                "findings": [asdict(f) for f in self.findings],
-                "firewall_commands": list(self.firewall_commands),
-                "platform": self.platform,
-            },
-            ensure_ascii=False,
-        )
 
 
 def _where(sockets: list[ListeningSocket]) -> str:
@@ -220,12 +163,14 @@ def _ledger_finding(identity: str | None, ledger_dir: Path | None, budget: float
 
 
 def _verdict(findings: list[Finding], exposed_ports: list[int]) -> tuple[str, int]:
-    exposed = [f for f in findings if f.status == "exposed"]
+    exposed = [f.subject for f in findings if f.status == "exposed" and f.subject != "noise"]
+    seeded = any(f.subject == "noise" and f.status == "exposed" for f in findings)
     unknown = [f for f in findings if f.status == "unknown"]
-    if exposed:
-        what = "; ".join(f.subject for f in exposed)
-        close = " (firewall commands below close Capture's ports)" if exposed_ports else ""
-        return f"NOT private: reachable beyond loopback: {what}{close}", EXIT_RAW_REACHABLE
+    if exposed or seeded:
+        reasons = [f"reachable beyond loopback: {', '.join(exposed)}"] if exposed else []
+        reasons += ["noise is seeded (reproducible)"] if seeded else []
+        close = " (the firewall commands below close Capture's ports)" if exposed_ports else ""
+        return f"NOT private: {'; '.join(reasons)}{close}", EXIT_RAW_REACHABLE
     if unknown:
         return f"could not check: {unknown[0].subject}: {unknown[0].text}", EXIT_UNCHECKED
     return "private: raw gaze is reachable from this machine only; apps see only sanitized chunks", EXIT_PRIVATE
