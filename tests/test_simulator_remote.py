@@ -3,11 +3,15 @@ pupil_remote_controller.py): replies, notifications on the backbone, a clock tha
 
 from __future__ import annotations
 
+import sys
+
 import msgpack
 import pytest
 import zmq
 
-from streamdp.network.simulator import CaptureSimulator
+from streamdp.network.listening import listening_sockets
+from streamdp.network.remote_watch import REMOTE_LOGGER
+from streamdp.network.simulator import PUPIL_VERSION, CaptureSimulator
 from streamdp.synthetic import generate
 
 REC = generate(duration=2.0, seed=1).recording
@@ -143,3 +147,140 @@ def test_by_default_it_plays_at_once_and_a_stalled_subscriber_loses_messages_as_
         sub.close(linger=0)
     assert published > 3 * len(rec.gaze) * 0.9  # gaze and two pupil datums per sample
     assert received < published / 2  # the backbone dropped what the stalled subscriber had no room for
+
+
+# ------------------------------------------------------------------ binding and restarts, as Capture's
+# (network_api/controller/pupil_remote_controller.py, network_api_plugin.py, launchables/world.py, main.py)
+
+LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc/net/tcp")
+
+
+def _bound(port: int) -> set[str]:
+    return {s.address for s in listening_sockets() if s.port == port}
+
+
+@pytest.fixture
+def capture_like():
+    """The simulator bound as Capture binds (every interface), a REQ on Pupil Remote and a SUB on
+    the backbone's notifications and log records, joined before the test starts."""
+    ctx = zmq.Context.instance()
+    with CaptureSimulator(REC, speed=0, remote_host="*", backbone_host="*") as sim:
+        req = ctx.socket(zmq.REQ)
+        req.linger = 0
+        req.connect(sim.remote_address)
+        sub = ctx.socket(zmq.SUB)
+        sub.linger = 0
+        sub.connect(f"tcp://127.0.0.1:{sim.ports.sub}")
+        for topic in (b"notify.", b"logging."):
+            sub.setsockopt(zmq.SUBSCRIBE, topic)
+        for _ in range(50):
+            assert _ask_multi(req, b"notify.probe", msgpack.packb({"subject": "probe"})) == "Message forwarded."
+            if sub.poll(100):
+                sub.recv_multipart()
+                break
+        try:
+            yield sim, req, sub
+        finally:
+            req.close(linger=0)
+            sub.close(linger=0)
+
+
+def _ask_multi(req: zmq.Socket, *frames: bytes) -> str:
+    req.send_multipart(list(frames))
+    assert req.poll(5000)
+    return req.recv_string()
+
+
+def _events(sub: zmq.Socket, count: int) -> list[tuple[str, str]]:
+    """The next ``count`` notifications and log records as (topic, subject or message)."""
+    out = []
+    for _ in range(count):
+        assert sub.poll(5000), out
+        topic, payload = sub.recv_multipart()
+        body = msgpack.unpackb(payload, raw=False)
+        if topic.startswith(b"logging."):
+            assert body["name"] == REMOTE_LOGGER and body["levelname"] == topic.decode().split(".")[1].upper()
+        out.append((topic.decode(), body.get("subject") or body["msg"]))
+    return out
+
+
+@LINUX
+def test_by_default_everything_listens_on_loopback_only():
+    with CaptureSimulator(REC, speed=0) as sim:
+        for port in (sim.ports.remote, sim.ports.sub, sim.ports.pub):
+            assert _bound(port) == {"127.0.0.1"}
+
+
+@LINUX
+def test_bound_as_capture_pupil_remote_and_the_backbone_listen_on_every_interface(capture_like):
+    sim, req, _ = capture_like
+    for port in (sim.ports.remote, sim.ports.sub, sim.ports.pub):
+        assert _bound(port) == {"0.0.0.0"}
+    assert sim.remote_address == f"tcp://127.0.0.1:{sim.ports.remote}"  # Capture's "Connect locally"
+    assert _ask_multi(req, b"SUB_PORT") == str(sim.ports.sub)
+
+
+@LINUX
+def test_a_restart_from_the_menu_rebinds_and_is_announced_only_by_log_records(capture_like):
+    sim, req, sub = capture_like
+    port = sim.ports.remote
+    sim.restart_remote(host="127.0.0.1")
+    assert _events(sub, 2) == [
+        ("logging.debug", "on_pupil_remote_server_did_stop"),
+        ("logging.debug", f"on_pupil_remote_server_did_start(127.0.0.1:{port})"),
+    ]
+    assert sim.ports.remote == port and _bound(port) == {"127.0.0.1"}
+    assert _ask_multi(req, b"PUB_PORT") == str(sim.ports.pub)  # the same REQ reconnects to the new socket
+    assert _bound(sim.ports.sub) == {"0.0.0.0"}  # the backbone stays where main.py bound it
+
+
+@LINUX
+def test_a_bind_that_fails_falls_back_to_every_interface_and_a_random_port(capture_like):
+    sim, _, sub = capture_like
+    port = sim.ports.remote
+    sim.restart_remote(host="192.0.2.1")  # TEST-NET-1: no interface here has it
+    (stopped, failed) = _events(sub, 2)
+    assert stopped == ("logging.debug", "on_pupil_remote_server_did_stop")
+    assert failed[0] == "logging.error" and failed[1].startswith("Could not bind to Socket: tcp://192.0.2.1:")
+    assert sim.ports.remote != port and _bound(sim.ports.remote) == {"0.0.0.0"}
+    req = zmq.Context.instance().socket(zmq.REQ)
+    req.linger = 0
+    req.connect(sim.remote_address)
+    try:
+        assert _ask_multi(req, b"SUB_PORT") == str(sim.ports.sub)
+    finally:
+        req.close(linger=0)
+
+
+@LINUX
+def test_start_plugin_naming_the_network_api_restarts_pupil_remote_with_its_args(capture_like):
+    sim, req, sub = capture_like
+    port = sim.ports.remote
+    note = {"subject": "start_plugin", "name": "NetworkApiPlugin", "topic": "notify.start_plugin"}
+    note["args"] = {"host": "127.0.0.1", "use_primary_interface": False, "format": "bgr"}
+    assert _ask_multi(req, b"notify.start_plugin", msgpack.packb(note)) == "Message forwarded."
+    assert _events(sub, 5) == [
+        ("notify.start_plugin", "start_plugin"),
+        ("notify.frame_publishing.stopped", "frame_publishing.stopped"),
+        ("logging.debug", "on_pupil_remote_server_did_stop"),
+        ("notify.frame_publishing.started", "frame_publishing.started"),
+        ("logging.debug", f"on_pupil_remote_server_did_start(127.0.0.1:{port})"),
+    ]
+    assert _bound(port) == {"127.0.0.1"} and _ask_multi(req, b"v") == PUPIL_VERSION
+
+
+def test_stop_plugin_naming_the_network_api_stops_pupil_remote(capture_like):
+    _, req, sub = capture_like
+    note = {"subject": "stop_plugin", "name": "NetworkApiPlugin", "topic": "notify.stop_plugin"}
+    assert _ask_multi(req, b"notify.stop_plugin", msgpack.packb(note)) == "Message forwarded."
+    assert _events(sub, 3)[-1] == ("logging.debug", "on_pupil_remote_server_did_stop")
+    req.send(b"t")
+    assert not req.poll(300)  # nobody answers any more
+
+
+def test_start_plugin_naming_another_plugin_leaves_pupil_remote_alone(capture_like):
+    sim, req, sub = capture_like
+    note = {"subject": "start_plugin", "name": "Fixation_Detector", "args": {}, "topic": "notify.start_plugin"}
+    assert _ask_multi(req, b"notify.start_plugin", msgpack.packb(note)) == "Message forwarded."
+    assert _events(sub, 1) == [("notify.start_plugin", "start_plugin")]
+    assert not sub.poll(200) and _ask_multi(req, b"SUB_PORT") == str(sim.ports.sub)
