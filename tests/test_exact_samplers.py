@@ -338,3 +338,13 @@ def test_draws_kept_ahead_are_not_shared_with_a_forked_child():
     os.close(write)
     # magnitudes, not signs: the signs come from the byte pool, which the child drops anyway
     assert not np.array_equal(np.abs(child), np.abs(discrete_laplace(src, 3e6, 104)))
+
+
+def test_seeded_draws_are_pinned_exactly():
+    """The samplers use integers only: a seed gives the same draws on every CPU, bit for bit
+    (no BLAS, no SIMD-dispatched float function decides a draw)."""
+    lap = discrete_laplace(SeededRandomSource(5), np.array([0.5, 3.0, 1e6]), (4, 3))
+    assert lap.tolist() == [[0, 1, -408473], [0, 0, 234510], [-1, 2, 392404], [0, 9, -879651]]
+    assert discrete_gaussian(SeededRandomSource(6), 7.5, 12).tolist() == [-4, 2, 18, 2, -5, -5, 13, 3, -14, -12, 9, -3]
+    kept = bernoulli_exp_fraction(SeededRandomSource(7), 40, factors=((np.full(40, 3, dtype=np.uint64), 7),))
+    assert np.flatnonzero(kept).tolist() == [0, 2, 3, 4, 6, 13, 16, 17, 20, 21, 23, 24, 26, 27, 28, 30, 33, 35, 38, 39]

@@ -110,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
         )
         for key in res.leaking_fields:
             print(f"    {key}: differs between neighbouring inputs and is not noised (ε = ∞)")
+        if res.selection_rho is not None:
+            spent = "within" if res.selection_passed else "MORE than"
+            print(
+                f"    private k: spends {res.selection_rho:.3g}× its declared share (lower bound "
+                f"{res.selection_rho_lower:.3g}×): {spent} its share"
+            )
         for note in res.notes:
             print(f"    {note}")
     return 1 if failed else 0

@@ -13,6 +13,7 @@ from ..mechanisms import Mechanism
 from .channel import K_CHOSEN, Channel, decode, differing_fields
 from .model import NoiseModel, noise_model
 from .pairs import NeighbourPair, field_probes, neighbour_pairs
+from .selection import selection_check
 from .stats import ThresholdTest, best_test, evaluate_test, laplace_scale_interval
 
 _F64 = NDArray[np.float64]
@@ -47,6 +48,8 @@ class AuditReport:
     leaking_fields: tuple[str, ...]
     runs: int
     notes: tuple[str, ...] = field(default=())
+    selection_rho_lower: float | None = None
+    selection_rho: float | None = None
 
     @property
     def bound_passed(self) -> bool:
@@ -57,8 +60,13 @@ class AuditReport:
         return self.scale_epsilon is None or self.scale_epsilon <= self.scale_claimed * (1 + 1e-9)
 
     @property
+    def selection_passed(self) -> bool:
+        """A privately chosen k spends at most its declared share (None: k is public)."""
+        return self.selection_rho_lower is None or self.selection_rho_lower <= 1.0
+
+    @property
     def passed(self) -> bool:
-        return self.bound_passed and self.scale_passed and not self.leaking_fields
+        return self.bound_passed and self.scale_passed and self.selection_passed and not self.leaking_fields
 
     @property
     def verdict(self) -> str:
@@ -76,6 +84,10 @@ def claimed_epsilons(mech: Mechanism) -> _F64:
     if isinstance(d, (int, float)):
         return np.full(f, float(d))
     return np.full(f, float(mech.epsilon_chunk) / f)
+
+
+#: the name of the statistic that reads the privately chosen k
+_K_STAT = "private k"
 
 
 @dataclass
@@ -118,7 +130,15 @@ def _k_stat(f: int) -> _Stat:
     def apply(v: _F64, fields: list[dict[str, Any]]) -> _F64:
         return np.asarray([row.get(K_CHOSEN, [0] * f) for row in fields], dtype=np.float64).reshape(len(fields), f)
 
-    return _Stat("private k", apply)
+    return _Stat(_K_STAT, apply)
+
+
+def _claims(st: _Stat, eps: _F64, desc: dict[str, Any]) -> _F64:
+    """The ε a statistic is held to per feature: a privately chosen k is a function of the
+    selection alone, so it is held to the selection's own share of ε, not the feature's whole ε."""
+    if st.name == _K_STAT:
+        return np.asarray(eps * float(desc.get("k_epsilon_share", 1.0)))
+    return eps
 
 
 def _runs(
@@ -235,15 +255,17 @@ def audit_mechanism(
             stats.append(_k_stat(len(names)))
         for st in stats:
             sx, sy = st.apply(vx, fx), st.apply(vy, fy)
+            claim = _claims(st, eps, desc)
             for j in range(len(names)):
                 test, bound = best_test(sx[:, j], sy[:, j], alpha)
                 if eps[j] == 0 and bound <= 0:
                     continue  # a public constant (weight 0) that does not vary: nothing to test
-                score = bound - eps[j]
+                score = bound - claim[j]
                 if best is None or score > best[0]:
                     best = (score, i, j, test, st)
     assert best is not None
     _, i, j, test, st = best
+    claimed = _claims(st, eps, desc)
     p = pairs[i]
     vx, fx = _runs(channel, mech, seed * 1000 + 501, p.x, runs)
     vy, fy = _runs(channel, mech, seed * 1000 + 502, p.y, runs)
@@ -257,6 +279,12 @@ def audit_mechanism(
         leaks |= set(differing_fields([fx_sel, fy_sel], noised))
     leaks |= set(differing_fields([fx, fy], noised))
 
+    rho_lower = rho = None
+    if K_CHOSEN in noised:
+        inputs = [q for pair in pairs for q in (pair.x, pair.y)] + [p.x, p.y]
+        seen = [f for pair_fields in fields_seen for f in pair_fields] + [fx, fy]
+        rho_lower, rho, _ = selection_check(mech, inputs, seen, alpha)
+
     if model is None:
         scale_eps, sj, scale_note = None, 0, "n/a: no noise model of this mechanism"
     else:
@@ -265,7 +293,7 @@ def audit_mechanism(
         mechanism=str(desc.get("mechanism")),
         description=desc,
         epsilon_chunk=float(mech.epsilon_chunk),
-        epsilon_claimed=float(eps[j]),
+        epsilon_claimed=float(claimed[j]),
         epsilon_lower_bound=eps_lb,
         epsilon_estimate=eps_hat,
         confidence=1.0 - alpha,
@@ -279,6 +307,8 @@ def audit_mechanism(
         leaking_fields=tuple(sorted(leaks)),
         runs=runs,
         notes=tuple(notes),
+        selection_rho_lower=rho_lower,
+        selection_rho=rho,
     )
 
 

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from ..bounds import BoundsProfile
 from ..noise import lattice_step
 from ..randomness import RandomSource
+from ..selection import exponential_select
 from ..sensitivity import clamp_to_reachable, reachable_sensitivity
 from ..transforms import TRANSFORMS, LowPassTransform, l1_sensitivity
 from .base import MechanismOutput, laplace_columns
@@ -264,19 +265,24 @@ class FourierPerturbation(ChunkMechanism):
         """Laplace scale λ per feature on every released coefficient (fixed k)."""
         return np.asarray(self.noise_scales[0])
 
-    def _choose_k(self, v: _F64, rng: RandomSource) -> _I64:
-        """Exponential mechanism over the candidates: utility −(residual L2 norm + expected noise
-        L2 norm), sensitivity Δ₂ (the truncation is an orthogonal projection), ε·share."""
+    def _k_utility(self, v: _F64) -> _F64:
+        """The utility of every candidate k (rows) per feature: −(residual L2 norm + expected
+        noise L2 norm). Each entry moves by at most Δ₂ between neighbours (the truncation is an
+        orthogonal projection; the noise term is public)."""
         t = self._transform
         total = np.sum(v * v, axis=0)
         kept = t.kept_energy(v, self.k_candidates.size)
         noise_energy = t.noise_energy(self.noise_scales, self.k_candidates)
         residual = np.sqrt(np.maximum(total[None, :] - kept, 0.0))
-        utility = -(residual + np.sqrt(noise_energy))  # (K, F)
+        return np.asarray(-(residual + np.sqrt(noise_energy)))
+
+    def _choose_k(self, v: _F64, rng: RandomSource) -> _I64:
+        """The exponential mechanism over the candidates at ε·share, sampled exactly
+        (:func:`~streamdp.privacy.selection.exponential_select`: utilities on a public grid
+        charged to Δ₂, integer-exact Bernoulli draws; no float comparison decides)."""
         eps_k = self._noise_epsilons * self.k_epsilon_share
-        logits = eps_k[None, :] * utility / (2.0 * self.delta2[None, :])
-        gumbel = rng.gumbel(size=logits.shape)
-        return np.asarray(self.k_candidates[np.argmax(logits + gumbel, axis=0)], dtype=np.int64)
+        chosen = exponential_select(rng, self._k_utility(v), sensitivity=self.delta2, epsilon=eps_k)
+        return np.asarray(self.k_candidates[chosen], dtype=np.int64)
 
     def privatize(self, x: _F64, rng: RandomSource) -> MechanismOutput:
         arr = self._check_input(x)
