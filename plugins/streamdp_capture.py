@@ -62,6 +62,7 @@ from streamdp.capture.endpoint import EndpointSettings, PluginEndpoint, open_end
 from streamdp.capture.events import ENDPOINT_SETTINGS, CaptureEventsSink, session_config  # noqa: E402
 from streamdp.capture.watch import clock_jumped, network_api_state, pupil_remote_to_loopback  # noqa: E402
 from streamdp.config import DEFAULT_EPSILON, SessionConfig  # noqa: E402
+from streamdp.network.doctor import EXIT_RAW_REACHABLE  # noqa: E402
 from streamdp.privacy.mechanisms import MECHANISMS  # noqa: E402
 from streamdp.session import Session  # noqa: E402
 from streamdp.status import StatusEvent  # noqa: E402
@@ -70,11 +71,14 @@ __all__ = ["CaptureEventsSink", "StreamDP", "session_config"]
 
 logger = logging.getLogger(__name__)
 
-try:  # Capture with a window has pyglui; headless Capture (and tests) may not
+try:  # Capture with a window has pyglui; headless Capture may not
     from pyglui import ui
+except ImportError:  # pragma: no cover - depends on the host
+    ui = None
+try:  # the verdict's colour; without it the verdict is still shown
     from pyglui.cygl.utils import RGBA
 except ImportError:  # pragma: no cover - depends on the host
-    ui = RGBA = None
+    RGBA = None
 
 #: the verdict's colour in the menu: red unless the check found the setup private
 _GREEN = RGBA(0.55, 0.9, 0.55, 1.0) if RGBA is not None else None
@@ -191,6 +195,7 @@ class StreamDP(Plugin):
         session = self._session(config)
         session.continue_budget(self.session)
         self.session, self._settings, self.error = session, new, ""
+        self._remote_seen = _NOT_SEEN  # the endpoint or the seed may have changed the verdict: check again
         return True
 
     def _refuse(self, problem: object) -> bool:
@@ -256,7 +261,7 @@ class StreamDP(Plugin):
     def _watch_pupil_remote(self) -> None:
         """Check the setup at the first frame and whenever Capture's Network API plugin was
         started, replaced, stopped or rebound from its menu (Capture notifies none of it)."""
-        state = network_api_state(self.g_pool.plugins or ())
+        state = network_api_state(getattr(self.g_pool, "plugins", None) or ())
         if state != self._remote_seen:
             self._remote_seen = state
             self.check_privacy()
@@ -270,18 +275,19 @@ class StreamDP(Plugin):
             self.private, self.privacy = None, f"could not check: {exc}"
             logger.warning("streamdp: %s", self.privacy)
         else:
-            self.private = True if report.private else (False if report.exit_code == 1 else None)
+            self.private = True if report.private else (False if report.exit_code == EXIT_RAW_REACHABLE else None)
             self.privacy = report.verdict
             for line in report.lines():  # the findings and the firewall commands, for Capture's log
                 (logger.info if self.private else logger.warning)("streamdp: %s", line)
         if self._verdict_text is not None:
             self._verdict_text.text = self.privacy
-            self._verdict_text.text_color = _GREEN if self.private else _RED
+            if RGBA is not None:
+                self._verdict_text.text_color = _GREEN if self.private else _RED
 
     def restrict_pupil_remote(self) -> None:
         """Have Capture restart Pupil Remote on 127.0.0.1 only, through its Network API plugin
         (a ``start_plugin`` notification; the backbone's own ports are Capture's to bind)."""
-        self.notify_all(pupil_remote_to_loopback(self.g_pool.plugins or ()))
+        self.notify_all(pupil_remote_to_loopback(getattr(self.g_pool, "plugins", None) or ()))
 
     # ------------------------------------------------------------------ what the menu shows
 
@@ -332,7 +338,7 @@ class StreamDP(Plugin):
         self.menu.append(ui.Text_Input("bind", self, label="Bind (empty: none)"))
         self.menu.append(ui.Text_Input("subscribers", self, label="Subscribers", setter=lambda _: None))
         self._verdict_text = ui.Info_Text(self.privacy)
-        if self.private is not None:
+        if self.private is not None and RGBA is not None:
             self._verdict_text.text_color = _GREEN if self.private else _RED
         self.menu.append(self._verdict_text)
         self.menu.append(ui.Button("Pupil Remote on 127.0.0.1 only", self.restrict_pupil_remote))

@@ -209,6 +209,20 @@ def test_the_check_runs_at_start_and_at_each_restart_only(capture, monkeypatch):
     assert len(runs) == 2
 
 
+def test_a_settings_change_is_checked_again(capture):
+    env, g_pool, _ = capture
+    plugin = start(env, g_pool, bind="tcp://127.0.0.1:0", status_bind="tcp://127.0.0.1:0")
+    frame(env, g_pool)
+    assert plugin.private is True
+    # seeded noise goes onto Capture's backbone in events, and here onto the endpoint too
+    assert plugin.update_settings(seed=5, publish_reproducible_noise_not_private=True)
+    frame(env, g_pool)
+    assert plugin.private is False and plugin.privacy.startswith("NOT private") and "seed" in plugin.privacy
+    assert plugin.update_settings(seed=None)
+    frame(env, g_pool)
+    assert plugin.private is True
+
+
 def test_a_check_that_cannot_tell_says_so_in_red(capture):
     env, g_pool, _ = capture
     g_pool.ipc_sub_url = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there
