@@ -25,7 +25,14 @@ import zmq
 from streamdp.cli import main
 from streamdp.config import SessionConfig
 from streamdp.network.doctor import EXIT_PRIVATE, EXIT_RAW_REACHABLE, EXIT_UNCHECKED, check_deployment, check_ports
-from streamdp.network.firewall import firewall_commands
+from streamdp.network.firewall import ephemeral_range, firewall_commands
+from streamdp.network.firewall_rules import (
+    FirewallReading,
+    parse_iptables,
+    parse_netsh_rules,
+    parse_nft_table,
+    parse_pf_rules,
+)
 from streamdp.network.listening import (
     ListeningSocket,
     listening_sockets,
@@ -43,6 +50,7 @@ from streamdp.synthetic import generate
 REC = generate(duration=2.0, seed=1).recording
 LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc/net/tcp")
 EXPOSED = {"remote_host": "*", "backbone_host": "*"}  # Capture's own binding
+NO_FIREWALL = FirewallReading(problem="not read in tests")
 
 # ----------------------------------------------------------------------------- the tables
 
@@ -255,7 +263,9 @@ def _statuses(report) -> dict[str, str]:
     indirect=["capture"],
 )
 def test_doctor_finds_every_raw_port_beyond_loopback(capture, code, exposed):
-    report = check_deployment(remote=capture.remote_address, sanitized="tcp://127.0.0.1:5570", status="ipc:///tmp/s")
+    report = check_deployment(
+        remote=capture.remote_address, sanitized="tcp://127.0.0.1:5570", status="ipc:///tmp/s", firewall=NO_FIREWALL
+    )
     assert report.exit_code == code
     statuses = _statuses(report)
     assert {name for name in ("Pupil Remote", "SUB_PORT", "PUB_PORT") if statuses[name] == "exposed"} == exposed
@@ -267,7 +277,7 @@ def test_doctor_finds_every_raw_port_beyond_loopback(capture, code, exposed):
 @LINUX
 @pytest.mark.parametrize("capture", [EXPOSED], indirect=True)
 def test_the_firewall_commands_printed_cover_every_exposed_port(capture):
-    report = check_deployment(remote=capture.remote_address)
+    report = check_deployment(remote=capture.remote_address, firewall=NO_FIREWALL)
     rule = next(line for line in report.firewall_commands if "dport" in line and line.startswith("sudo nft"))
     low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
     for port in (capture.ports.remote, capture.ports.sub, capture.ports.pub):
@@ -303,6 +313,95 @@ def test_doctor_json_and_the_ledger_spent_and_left(capture, capsys, tmp_path):
     assert report["private"] is True and report["exit_code"] == 0
     (ledger,) = [f for f in report["findings"] if f["subject"] == "ledger"]
     assert ledger["status"] == "ok" and "ε 0 spent of 100, 100 left" in ledger["text"]
+
+
+# ----------------------------------------------------------------------------- the firewall, read back
+
+NFT_TABLE = """\
+table inet streamdp_capture {
+\tchain input {
+\t\ttype filter hook input priority -10; policy accept;
+\t\tiif "lo" accept
+\t\tct state established,related accept
+\t\ttcp dport { 32768-60999, 61500 } drop
+\t}
+}
+"""
+IPTABLES = """\
+-P INPUT ACCEPT
+-A INPUT -i lo -j ACCEPT
+-A INPUT ! -i lo -p tcp -m tcp --dport 32768:60999 -m conntrack --ctstate NEW -j DROP
+-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT
+-A INPUT ! -i lo -p tcp -m tcp --dport 5000 -j DROP
+"""
+PF = """\
+pass in quick on lo0 all flags S/SA keep state
+block drop in quick proto tcp from any to any port = 50020 flags S/SA
+block drop in quick proto tcp from any to any port 49152:65535 flags S/SA
+"""
+NETSH = """\
+
+Rule Name:                            streamdp: Pupil Capture ports
+----------------------------------------------------------------------
+Enabled:                              Yes
+Direction:                            In
+Profiles:                             Domain,Private,Public
+Grouping:
+LocalIP:                              Any
+RemoteIP:                             Any
+Protocol:                             TCP
+LocalPort:                            50020,61234
+RemotePort:                           Any
+Edge traversal:                       No
+Action:                               Block
+Ok.
+"""
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "closed"),
+    [
+        pytest.param(parse_nft_table, NFT_TABLE, [(32768, 60999), (61500, 61500)], id="nftables"),
+        pytest.param(
+            parse_nft_table, NFT_TABLE.replace('iif "lo" accept', "tcp dport 41000 accept"), [], id="nft-accept"
+        ),
+        pytest.param(parse_nft_table, "table inet streamdp_capture {\n}\n", [], id="nft-no-chain"),
+        pytest.param(parse_iptables, IPTABLES, [(32768, 60999)], id="iptables-up-to-a-broader-accept"),
+        pytest.param(parse_iptables, IPTABLES.replace("! -i lo ", ""), [], id="iptables-loopback-too"),
+        pytest.param(parse_pf_rules, PF, [(50020, 50020), (49152, 65535)], id="pf"),
+        pytest.param(parse_netsh_rules, NETSH, [(50020, 50020), (61234, 61234)], id="netsh"),
+        pytest.param(parse_netsh_rules, NETSH.replace("Yes", "No"), [], id="netsh-disabled"),
+    ],
+)
+def test_the_firewall_rules_the_doctor_prints_are_read_back(parse, text, closed):
+    assert parse(text) == closed
+
+
+@LINUX
+@pytest.mark.parametrize("capture", [EXPOSED], indirect=True)
+def test_ports_on_every_interface_closed_by_a_firewall_read_back_are_private(capture):
+    low, high = ephemeral_range("linux")
+    closed = ((min(low, capture.ports.remote), max(high, capture.ports.remote)),)
+    firewall = FirewallReading(closed, closed, "nftables table inet streamdp_capture")
+    report = check_deployment(remote=capture.remote_address, firewall=firewall)
+    assert report.exit_code == EXIT_PRIVATE, report.lines()
+    assert all("dropped by nftables" in f.text for f in report.findings if " port " in f.subject)
+    ipv6_only = FirewallReading((), closed, "ip6tables INPUT")  # Capture binds IPv4: not closed
+    assert check_deployment(remote=capture.remote_address, firewall=ipv6_only).exit_code == EXIT_RAW_REACHABLE
+
+
+@LINUX
+@pytest.mark.parametrize("capture", [EXPOSED], indirect=True)
+def test_a_firewall_that_cannot_be_read_is_named_in_the_finding(capture):
+    report = check_deployment(remote=capture.remote_address, firewall=FirewallReading(problem="needs root: sudo"))
+    assert report.exit_code == EXIT_RAW_REACHABLE
+    assert all("firewall: needs root: sudo" in f.text for f in report.findings if f.status == "exposed")
+
+
+def test_doctor_for_a_neon_checks_this_pc_only(capsys):
+    assert main(["doctor", "--neon", "192.0.2.7"]) == EXIT_PRIVATE
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("   note  device 192.0.2.7:") and out[-1].startswith("private on this PC:")
 
 
 # ----------------------------------------------------------------------------- bad input: exit 2, one line

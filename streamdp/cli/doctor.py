@@ -92,7 +92,12 @@ def run(args: argparse.Namespace) -> int:
             "note",
             "its Companion app serves raw gaze to its own network: not checked here (docs/threat-model.md)",
         )
-        report = type(report)((device, *report.findings), report.verdict, report.exit_code, (), report.platform)
+        verdict = report.verdict
+        if report.private:  # the PC's side only: the phone's own API is the network's to close
+            verdict = "private on this PC: nothing here serves gaze beyond loopback but sanitized chunks; " + (
+                "the device's realtime API is not checked (docs/threat-model.md)"
+            )
+        report = type(report)((device, *report.findings), verdict, report.exit_code, (), report.platform)
     if args.json:
         print(report.as_json())
     elif report.exit_code == EXIT_UNCHECKED:

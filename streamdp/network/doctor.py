@@ -10,9 +10,9 @@ spent and left) and whether the noise is seeded. :func:`check_ports` is the same
 caller that already knows Capture's ports (the Capture plugin).
 
 The verdict's exit code: 0 private, 1 raw gaze (or what stands for it) reachable beyond
-loopback, 2 could not check. A port bound to every interface counts as reachable even behind a
-host firewall: streamdp cannot read firewall rules, so it says so and prints the commands that
-would close the ports (:mod:`streamdp.network.firewall`), never running them.
+loopback, 2 could not check. A port bound to every interface counts as reachable unless the
+firewall rules the doctor prints (:mod:`streamdp.network.firewall`, never run by it) are read back
+and close it (:mod:`streamdp.network.firewall_rules`; reading them needs administrator rights).
 
 Examples
 --------
@@ -23,9 +23,10 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,6 +34,7 @@ import zmq
 
 from .deployment import EXIT_PRIVATE, EXIT_RAW_REACHABLE, EXIT_UNCHECKED, DeploymentReport, Finding
 from .firewall import firewall_commands
+from .firewall_rules import FirewallReading, read_firewall
 from .listening import ListeningSocket, ListeningTableUnavailable, listening_sockets
 
 __all__ = [
@@ -57,7 +59,9 @@ def _where(sockets: list[ListeningSocket]) -> str:
     return ", ".join(f"{s.address} ({s.scope})" for s in sockets)
 
 
-def _raw_port_finding(name: str, port: int, table: list[ListeningSocket]) -> Finding:
+def _raw_port_finding(
+    name: str, port: int, table: list[ListeningSocket], firewall: Callable[[], FirewallReading]
+) -> Finding:
     subject = f"{name} port {port}"
     bound = [s for s in table if s.port == port]
     if not bound:
@@ -67,14 +71,14 @@ def _raw_port_finding(name: str, port: int, table: list[ListeningSocket]) -> Fin
             "not in this machine's table of listening sockets (Capture on another host or network namespace?)",
         )
     beyond = [s for s in bound if not s.loopback_only]
+    if not beyond:
+        return Finding(subject, "ok", f"listens on loopback only ({', '.join(s.address for s in bound)})")
+    reading = firewall()
+    if all(reading.closes(port, ipv6=":" in s.address) for s in beyond):
+        return Finding(subject, "ok", f"listens on {_where(beyond)}; other hosts dropped by {reading.source}")
+    why = reading.problem or f"no rule of {reading.source or 'the firewall'} drops it"
     role = ROLES.get(name, "carries raw gaze")
-    if beyond:
-        return Finding(
-            subject,
-            "exposed",
-            f"listens on {_where(beyond)}: {role}; reachable unless a host firewall drops it (unread)",
-        )
-    return Finding(subject, "ok", f"listens on loopback only ({', '.join(s.address for s in bound)})")
+    return Finding(subject, "exposed", f"listens on {_where(beyond)}: {role}; firewall: {why}")
 
 
 def _host(endpoint: str) -> str | None:
@@ -188,6 +192,7 @@ def check_ports(
     seeded: bool = False,
     platform: str | None = None,
     proc_net: Path = Path("/proc/net"),
+    firewall: FirewallReading | None = None,
 ) -> DeploymentReport:
     """The deployment check for a caller that knows Capture's raw-gaze ports.
 
@@ -208,6 +213,9 @@ def check_ports(
         ``sys.platform`` by default: which table of listening sockets and which firewall commands.
     proc_net : Path
         Where Linux's ``tcp``/``tcp6`` tables are.
+    firewall : FirewallReading, optional
+        The firewall rules closing ports to other hosts (default: read when a raw port listens
+        beyond loopback, :func:`~streamdp.network.firewall_rules.read_firewall`).
 
     Raises
     ------
@@ -234,7 +242,8 @@ def check_ports(
         except ListeningTableUnavailable as exc:
             findings.append(Finding("listening sockets", "unknown", str(exc)))
     if table is not None:
-        findings += [_raw_port_finding(name, port, table) for name, port in raw_ports.items()]
+        read = functools.cache(lambda: read_firewall(platform) if firewall is None else firewall)
+        findings += [_raw_port_finding(name, port, table, read) for name, port in raw_ports.items()]
     findings += _endpoint_findings(sanitized, curve, status, table)
     if seeded:
         findings.append(
@@ -308,6 +317,7 @@ def check_deployment(
     timeout: float = 1.0,
     platform: str | None = None,
     proc_net: Path = Path("/proc/net"),
+    firewall: FirewallReading | None = None,
     context: zmq.Context | None = None,
 ) -> DeploymentReport:
     """The whole check: Capture's ports asked of Pupil Remote at ``remote``, then :func:`check_ports`.
@@ -318,7 +328,7 @@ def check_deployment(
         Pupil Remote's address, e.g. ``tcp://127.0.0.1:50020``.
     timeout : float
         Seconds Pupil Remote has to answer each question.
-    sanitized, curve, status, identity, ledger_dir, budget, seeded, platform, proc_net
+    sanitized, curve, status, identity, ledger_dir, budget, seeded, platform, proc_net, firewall
         As for :func:`check_ports`.
 
     Returns
@@ -359,4 +369,5 @@ def check_deployment(
         seeded=seeded,
         platform=platform,
         proc_net=proc_net,
+        firewall=firewall,
     )
