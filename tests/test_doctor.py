@@ -11,9 +11,13 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
+import os
 import queue
+import signal
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -651,3 +655,56 @@ def test_the_relay_checks_again_when_capture_restarts_its_network_api_plugin_on_
         finally:
             pub.close(linger=0)
         assert again.exit_code == EXIT_PRIVATE, again.lines()
+
+
+def _stderr_lines(proc: subprocess.Popen) -> queue.Queue:
+    """``proc``'s stderr, line by line as it comes, read by a thread (no sleep, no buffered line missed)."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
+    return lines
+
+
+def _line_starting(lines: queue.Queue, prefix: str, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line.startswith(prefix):
+            return line
+    raise AssertionError(f"no line starting {prefix!r} within {timeout} s")
+
+
+@LINUX
+@pytest.mark.parametrize(
+    ("bind", "verdict"),
+    [
+        pytest.param(EXPOSED, "streamdp relay: NOT private:", id="capture-default-*"),
+        pytest.param({}, "streamdp relay: private:", id="loopback"),
+    ],
+)
+def test_streamdp_relay_says_the_verdict_in_one_line_once_connected(bind, verdict):
+    ctx = zmq.Context.instance()
+    free = [ctx.socket(zmq.REP) for _ in range(2)]
+    ports = [s.bind_to_random_port("tcp://127.0.0.1") for s in free]
+    for s in free:
+        s.close(linger=0)  # two ports nobody holds, for the relay's sockets
+    with CaptureSimulator(REC, **PLAYING, **bind) as sim:
+        argv = ["relay", "--remote", sim.remote_address, "--bind", f"tcp://127.0.0.1:{ports[0]}"]
+        argv += ["--status-bind", f"tcp://127.0.0.1:{ports[1]}"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamdp.cli", *argv], stderr=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            lines = _stderr_lines(proc)
+            assert "→" in _line_starting(lines, "streamdp relay: ")  # the start line: endpoints, mechanism
+            line = _line_starting(lines, "streamdp relay: ")
+            assert line.startswith(verdict) and line.count("\n") == 1
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0
