@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import msgpack
 import numpy as np
 import pytest
 
@@ -21,6 +22,7 @@ from streamdp.gaze import GazeBatch, GazeColumns
 from streamdp.privacy.reach import raw_gaze_reach
 from streamdp.readers import read_recording
 from streamdp.session import Session
+from streamdp.stages.features import FeatureRows
 from streamdp.synthetic import generate
 
 from .conftest import shared
@@ -171,3 +173,123 @@ def test_a_4s_fixation_does_not_delay_a_release_past_its_deadline():
         assert b - slice_s <= deadline < b, (float(t[-1]), b)
     # and at the same moments as without the fixation: the schedule is public
     assert _run(gaze, slice_s=slice_s)[0] == when
+
+
+# -- bit for bit (issue #19 item 5): the reach bounds every bit of what is published. Each
+# variant nudges, deletes or inserts one raw sample (or one second of samples); the seeded
+# releases, as the sink packs them, and the unsanitized feature rows of each chunk (kept locally)
+# are compared byte for byte with those of the unchanged gaze. Released values lie on the noise
+# grid, which hides most float residue, so the rows are the sharper check; both must hold.
+
+
+def _published(gaze: GazeBatch, config: SessionConfig, slice_s: float) -> tuple[list[bytes], dict[int, bytes]]:
+    """(each release as the network sink packs it, each chunk's feature rows as bytes)."""
+    session = Session(config, source="probe")
+    kept = session.keep_feature_rows()
+    cols = GazeColumns.from_batch(gaze)
+    releases = []
+    edges = np.arange(np.floor(gaze.t[0] / slice_s) * slice_s, gaze.t[-1] + 2 * slice_s, slice_s)
+    for a, b in itertools.pairwise(edges.tolist()):
+        lo, hi = np.searchsorted(cols.t, [a, b])
+        part = cols.take(np.arange(lo, hi))
+        releases += (session.update(part) if len(part) else []) + session.advance_to(b)
+    releases += session.flush()
+    pack = msgpack.Packer(use_bin_type=True).pack
+    rows = FeatureRows.concat(kept)
+    chunk = np.rint(rows.t / config.step).astype(np.int64) // config.chunk_length
+    by_chunk = {int(c): rows.t[chunk == c].tobytes() + rows.values[chunk == c].tobytes() for c in np.unique(chunk)}
+    return [pack(r.to_message()) for r in releases], by_chunk
+
+
+def _changed_bits(
+    got: tuple[list[bytes], dict[int, bytes]], ref: tuple[list[bytes], dict[int, bytes]]
+) -> tuple[int, int]:
+    """(releases whose bytes differ, chunks whose feature rows differ in any bit)."""
+    assert len(got[0]) == len(ref[0]), "the number of releases changed"
+    assert got[1].keys() == ref[1].keys(), "the chunks of feature rows changed"
+    releases = sum(a != b for a, b in zip(got[0], ref[0], strict=True))
+    rows = sum(got[1][c] != ref[1][c] for c in ref[1])
+    return releases, rows
+
+
+def _nudged(gaze: GazeBatch, t: float, seconds: float) -> GazeBatch:
+    """Samples from ``t`` (one sample: ``seconds`` 0) moved by 0.05 (≈ 5°) in x."""
+    i = int(np.searchsorted(gaze.t, t))
+    j = max(i + 1, int(np.searchsorted(gaze.t, t + seconds)))
+    x = gaze.x.copy()
+    x[i:j] += 0.05
+    return dataclasses.replace(gaze, x=x)
+
+
+def _deleted(gaze: GazeBatch, t: float, seconds: float) -> GazeBatch:
+    """The samples from ``t`` (one sample: ``seconds`` 0) removed."""
+    i = int(np.searchsorted(gaze.t, t))
+    j = max(i + 1, int(np.searchsorted(gaze.t, t + seconds)))
+    return _select(gaze, (np.arange(len(gaze)) < i) | (np.arange(len(gaze)) >= j))
+
+
+def _inserted(gaze: GazeBatch, t: float, seconds: float) -> GazeBatch:
+    """A sample inserted half-way between each pair of neighbours from ``t`` (one: ``seconds``
+    0), a copy of the earlier one moved by 0.05 in x: the rate doubles for that stretch."""
+    i = int(np.searchsorted(gaze.t, t))
+    at = np.arange(i, max(i + 1, int(np.searchsorted(gaze.t, t + seconds))))
+    new = {"t": (gaze.t[at - 1] + gaze.t[at]) / 2, "x": gaze.x[at - 1] + 0.05}
+
+    def grown(name: str, value: object) -> object:
+        if not (isinstance(value, np.ndarray) and value.shape[:1] == gaze.t.shape):
+            return value
+        return np.insert(value, at, new.get(name, value[at - 1]), axis=0)
+
+    return type(gaze)(**{f.name: grown(f.name, getattr(gaze, f.name)) for f in dataclasses.fields(gaze)})
+
+
+_EDITS = {"nudged": _nudged, "deleted": _deleted, "inserted": _inserted}
+_STRETCHES = {"one sample": 0.0, "one second": 1.0}
+
+
+_REFERENCES: dict[tuple[str, SessionConfig], tuple[list[bytes], dict[int, bytes]]] = {}
+
+
+def _check_bit_reach(
+    gaze: GazeBatch, config: SessionConfig, at: list[float], edit: str, stretch: str, slice_s: float
+) -> None:
+    reach = raw_gaze_reach(
+        window=config.window, step=config.step, chunk_length=config.chunk_length, max_event_duration=8.0
+    )
+    bound = reach.chunks_per_sample if _STRETCHES[stretch] == 0 else reach.chunks_per_second
+    key = (gaze.source, config)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = _published(gaze, config, slice_s)
+    ref = _REFERENCES[key]
+    assert len(ref[0]) >= 4
+    seen = []
+    for t in at:
+        releases, rows = _changed_bits(_published(_EDITS[edit](gaze, t, _STRETCHES[stretch]), config, slice_s), ref)
+        assert releases <= bound and rows <= bound, (t, releases, rows, bound)
+        seen.append(rows)
+    assert max(seen) >= 2  # the change does reach across chunks: the bound is not vacuous
+
+
+@pytest.mark.parametrize("stretch", list(_STRETCHES))
+@pytest.mark.parametrize("edit", list(_EDITS))
+def test_no_bit_beyond_the_reach_depends_on_the_edit_synthetic(edit, stretch):
+    gaze = generate(duration=40.0, rate=120.0, seed=11).recording.gaze
+    _check_bit_reach(gaze, CONFIG, [1013.1, 1025.7], edit, stretch, slice_s=0.1)
+
+
+@pytest.mark.parametrize("chunk_length", [32, 64])
+@pytest.mark.parametrize("stretch", list(_STRETCHES))
+@pytest.mark.parametrize("edit", list(_EDITS))
+def test_no_bit_beyond_the_reach_depends_on_the_edit_cateyes(edit, stretch, chunk_length):
+    gaze = read_recording(shared("cateyes_119hz", "test_data_full.csv")).gaze
+    config = dataclasses.replace(REAL, chunk_length=chunk_length)
+    t0 = float(gaze.t[0])
+    _check_bit_reach(gaze, config, [t0 + 61.3, t0 + 140.2], edit, stretch, slice_s=2.0)
+
+
+@pytest.mark.parametrize("stretch", list(_STRETCHES))
+@pytest.mark.parametrize("edit", list(_EDITS))
+def test_no_bit_beyond_the_reach_depends_on_the_edit_pupil_core(edit, stretch):
+    gaze = read_recording(shared("pupil_core_tutorial", "gaze_positions.csv")).gaze
+    t0 = float(gaze.t[0])
+    _check_bit_reach(gaze, CONFIG, [t0 + 9.1, t0 + 22.6], edit, stretch, slice_s=0.25)

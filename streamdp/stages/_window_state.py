@@ -1,6 +1,7 @@
 """Running state of :class:`~streamdp.stages.features.WindowFeatures`: per-kind event columns
-with prefix sums (counts, sums and variances over any window by two binary searches) and the
-monotone queues of the sliding maxima. Private: array-level helpers, not stages."""
+(windows found by two binary searches; counts from integer prefix sums, means and variances
+summed over each window's own events) and the monotone queues of the sliding maxima. Private:
+array-level helpers, not stages."""
 
 from __future__ import annotations
 
@@ -12,34 +13,42 @@ from numpy.typing import NDArray
 _F64 = NDArray[np.float64]
 
 
-class EventColumn:
-    """Events of one kind in end-time order, with running sums of shifted values and squares."""
+#: most window entries (steps × events) gathered at once by :meth:`EventColumn.mean_var`
+_GATHER_LIMIT = 1 << 20
 
-    def __init__(self, names: tuple[str, ...]) -> None:
+
+class EventColumn:
+    """Events of one kind in end-time order, with integer prefix counts.
+
+    Counts (and sums of 0/1 flags) come from prefix sums of integers, exact for any window.
+    Means and variances are summed afresh over each window's own events, in their order: a
+    float running sum would carry the rounding of every earlier event into every later window,
+    so that one raw sample would change bits of windows long after the reach the ledger states
+    (:mod:`streamdp.privacy.reach`). Every bit of a window's value is a function of the events in
+    it alone.
+    """
+
+    def __init__(self, names: tuple[str, ...], flags: tuple[str, ...] = ()) -> None:
         self.names = names
+        self.flags = flags
         self.end = np.empty(0)
-        self.shift: dict[str, float] = {}
-        self.s1 = {n: np.zeros(1) for n in names}
-        self.s2 = {n: np.zeros(1) for n in names}
-        self.cnt = {n: np.zeros(1, dtype=np.int64) for n in names}
+        # prefix counts: of each quantity's finite values, and of each flag's true values
+        self.cnt = {n: np.zeros(1, dtype=np.int64) for n in names + flags}
         self.values: dict[str, _F64] = {n: np.empty(0) for n in names}
         self.base = 0  # index of end[0] among all events of the stream
 
-    def append(self, end: _F64, values: dict[str, _F64]) -> None:
+    def append(self, end: _F64, values: dict[str, NDArray[np.generic]]) -> None:
+        """Events ending at ``end`` (in order, after those held): a float array per quantity of
+        ``names`` and a boolean array per flag of ``flags``."""
         if end.shape[0] == 0:
             return
         self.end = np.concatenate((self.end, end))
         for n in self.names:
-            v = values[n]
-            finite = np.isfinite(v)
-            if n not in self.shift and np.any(finite):
-                self.shift[n] = float(v[finite][0])
-            d = np.where(finite, v - self.shift.get(n, 0.0), 0.0)
-            # continued sequentially from the last running sum: the same bits for any batch split
-            self.s1[n] = np.concatenate((self.s1[n], np.cumsum(np.concatenate(([self.s1[n][-1]], d)))[1:]))
-            self.s2[n] = np.concatenate((self.s2[n], np.cumsum(np.concatenate(([self.s2[n][-1]], d * d)))[1:]))
-            self.cnt[n] = np.concatenate((self.cnt[n], self.cnt[n][-1] + np.cumsum(finite)))
+            v = np.asarray(values[n], dtype=np.float64)
+            self.cnt[n] = np.concatenate((self.cnt[n], self.cnt[n][-1] + np.cumsum(np.isfinite(v))))
             self.values[n] = np.concatenate((self.values[n], v))
+        for n in self.flags:
+            self.cnt[n] = np.concatenate((self.cnt[n], self.cnt[n][-1] + np.cumsum(values[n], dtype=np.int64)))
 
     def bounds(self, t: _F64, window: float) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
         return (
@@ -48,31 +57,69 @@ class EventColumn:
         )
 
     def total(self, name: str, lo: NDArray[np.intp], hi: NDArray[np.intp]) -> _F64:
-        """Sum of the finite values of events ``lo..hi-1``."""
-        n = self.cnt[name][hi] - self.cnt[name][lo]
-        return (self.s1[name][hi] - self.s1[name][lo]) + n * self.shift.get(name, 0.0)
+        """Number of events ``lo..hi-1`` whose flag ``name`` is true (exact integers)."""
+        return (self.cnt[name][hi] - self.cnt[name][lo]).astype(np.float64)
 
-    def mean_var(self, name: str, lo: NDArray[np.intp], hi: NDArray[np.intp]) -> tuple[_F64, _F64, NDArray[np.int64]]:
-        n = self.cnt[name][hi] - self.cnt[name][lo]
-        s1 = self.s1[name][hi] - self.s1[name][lo]
-        s2 = self.s2[name][hi] - self.s2[name][lo]
-        safe = np.maximum(n, 1)
-        m = s1 / safe
-        var = np.maximum(s2 / safe - m * m, 0.0)
-        mean = np.where(n > 0, m + self.shift.get(name, 0.0), 0.0)
-        return mean, np.where(n > 0, var, 0.0), n
+    def mean_var(self, lo: NDArray[np.intp], hi: NDArray[np.intp]) -> dict[str, tuple[_F64, _F64]]:
+        """Mean and population variance of each quantity's finite values over events
+        ``lo..hi-1`` (both 0 for none), summed afresh for each window (see the class)."""
+        m = lo.shape[0]
+        out = {n: (np.zeros(m), np.zeros(m)) for n in self.names}
+        width = int(np.max(hi - lo, initial=0))
+        if width == 0:
+            return out
+        rows = max(1, _GATHER_LIMIT // width)
+        for a in range(0, m, rows):
+            b = min(a + rows, m)
+            # column k holds the events of window a + k, row j its j-th event (or padding)
+            idx = lo[a:b] + np.arange(width)[:, None]
+            inside = idx < hi[a:b]
+            np.minimum(idx, self.end.shape[0] - 1, out=idx)
+            weight = inside.astype(np.float64)
+            for n in self.names:
+                v = self.values[n][idx]
+                count = self.cnt[n][hi[a:b]] - self.cnt[n][lo[a:b]]
+                w = weight if count.sum() == inside.sum() else weight * np.isfinite(v)
+                mean, var = _window_mean_var(v, w, count)
+                out[n][0][a:b] = mean
+                out[n][1][a:b] = var
+        return out
 
     def trim(self, keep_from: int) -> None:
         """Forget events before local index ``keep_from`` (they left every future window)."""
         if keep_from <= 0:
             return
         self.end = self.end[keep_from:]
-        for n in self.names:
-            self.s1[n] = self.s1[n][keep_from:]
-            self.s2[n] = self.s2[n][keep_from:]
+        for n in self.names + self.flags:
             self.cnt[n] = self.cnt[n][keep_from:]
+        for n in self.names:
             self.values[n] = self.values[n][keep_from:]
         self.base += keep_from
+
+
+def _window_mean_var(v: _F64, weight: _F64, count: NDArray[np.int64]) -> tuple[_F64, _F64]:
+    """Mean and variance of ``v`` where ``weight`` is 1 (0: padding or not finite), column by
+    column (a column: one window), shifted by the column's first value (``v[0]`` lies in the
+    window whenever it holds an event) against cancellation."""
+    shift = np.where(np.isfinite(v[0]), v[0], 0.0)
+    d = np.nan_to_num(v - shift) * weight
+    s1 = _column_sums(d)
+    s2 = _column_sums(d * d)
+    safe = np.maximum(count, 1)
+    m = s1 / safe
+    some = count > 0
+    return np.where(some, m + shift, 0.0), np.where(some, np.maximum(s2 / safe - m * m, 0.0), 0.0)
+
+
+def _column_sums(a: _F64) -> _F64:
+    """Each column's sum, first row to last: a column's bits depend on its own values alone,
+    not on how many columns there are (a reduction may sum pairwise, in an order that does)."""
+    if a.shape[1] < 256:
+        return np.add.accumulate(a, axis=0)[-1]
+    total = a[0].copy()
+    for row in a[1:]:
+        total += row
+    return total
 
 
 class SlidingMax:

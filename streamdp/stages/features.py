@@ -17,8 +17,12 @@ Rules, decided once and documented here:
 - Wordbook n-grams are n consecutive saccades of the stream, all inside the window; statistics
   run over all 24**n possible n-grams (mean and variance) or over those seen (distinct, max, min).
 
-Every step costs O(1) amortised: counts and sums come from running prefix sums and binary
-searches, maxima from monotone queues, wordbooks from counters updated as events enter and leave.
+Counts come from integer prefix sums and binary searches, maxima from monotone queues, wordbooks
+from integer counters updated as events enter and leave: O(1) amortised per step. Means and
+variances are summed over each window's own events (vectorised over steps, O(events in the
+window) per step), never from float running sums: those carry the rounding of every earlier event
+into every later window, and one raw sample would then change bits far beyond the reach the
+ledger states (:mod:`streamdp.privacy.reach`).
 """
 
 from __future__ import annotations
@@ -187,7 +191,7 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
         self._k = 0  # next step to emit
         self._floor = -np.inf  # time of the last step emitted
         self._fix = EventColumn(("duration", "var_x", "var_y", "pupil_mean", "pupil_var"))
-        self._sac = EventColumn(("amplitude", "small", "large", "pos", "neg"))
+        self._sac = EventColumn(("amplitude",), flags=("small", "large", "pos", "neg"))
         self._blk = EventColumn(("duration",))
         self._letters: list[int] = []
         self._letters_base = 0
@@ -239,10 +243,10 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
             self._late(sc.end),
             {
                 "amplitude": sc.amplitude,
-                "small": (~large).astype(np.float64),
-                "large": large.astype(np.float64),
-                "pos": (sc.dx > 0).astype(np.float64),
-                "neg": (sc.dx < 0).astype(np.float64),
+                "small": ~large,
+                "large": large,
+                "pos": sc.dx > 0,
+                "neg": sc.dx < 0,
             },
         )
         self._letters.extend(sc.letter.tolist())
@@ -292,12 +296,13 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
             ("neg", "negative_saccade_ratio"),
         ):
             v[:, col[feat]] = np.where(n_sac > 0, counts[name] / np.maximum(n_sac, 1), 0.0)
-        spans = {"sac": (self._sac, slo, shi), "fix": (self._fix, flo, fhi), "blk": (self._blk, blo, bhi)}
+        stats = {
+            "sac": self._sac.mean_var(slo, shi),
+            "fix": self._fix.mean_var(flo, fhi),
+            "blk": self._blk.mean_var(blo, bhi),
+        }
         for kind, quantity, mean_name, var_name in _MEAN_VAR_FEATURES:
-            column, lo, hi = spans[kind]
-            m, var, _ = column.mean_var(quantity, lo, hi)
-            v[:, col[mean_name]] = m
-            v[:, col[var_name]] = var
+            v[:, col[mean_name]], v[:, col[var_name]] = stats[kind][quantity]
         v[:, col["blink_rate"]] = n_blk / w
 
         self._sequential(t, v)
