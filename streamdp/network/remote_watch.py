@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 REMOTE_LOGGER = "network_api.controller.pupil_remote_controller"
 _TOPICS = (b"logging.debug", b"logging.error")
 _STARTED = "on_pupil_remote_server_did_start("
+_LOGGER_BYTES = REMOTE_LOGGER.encode()
 
 DeploymentCheck = Callable[[Mapping[str, int]], DeploymentReport]
 
@@ -49,8 +50,8 @@ def announcement(frames: list[bytes]) -> tuple[str, int | None] | None:
     """``("started", port)`` when ``frames`` are Capture's record of Pupil Remote bound anew,
     ``("fell back", None)`` for its failed bind (it then binds every interface, a random port),
     None for any other record or anything unreadable."""
-    if len(frames) < 2 or frames[0] not in _TOPICS:
-        return None
+    if len(frames) < 2 or frames[0] not in _TOPICS or _LOGGER_BYTES not in frames[1]:
+        return None  # most of Capture's debug records: not decoded at all
     try:
         record = msgpack.unpackb(frames[1], raw=False, strict_map_key=False)
     except Exception:  # anyone may publish on the backbone: a bad record is not ours to fail on
