@@ -10,22 +10,19 @@ from collections import deque
 import numpy as np
 from numpy.typing import NDArray
 
+from ._window_stats import window_mean_var
+
 _F64 = NDArray[np.float64]
-
-
-#: most window entries (steps × events) gathered at once by :meth:`EventColumn.mean_var`
-_GATHER_LIMIT = 1 << 20
 
 
 class EventColumn:
     """Events of one kind in end-time order, with integer prefix counts.
 
     Counts (and sums of 0/1 flags) come from prefix sums of integers, exact for any window.
-    Means and variances are summed afresh over each window's own events, in their order: a
-    float running sum would carry the rounding of every earlier event into every later window,
-    so that one raw sample would change bits of windows long after the reach the ledger states
-    (:mod:`streamdp.privacy.reach`). Every bit of a window's value is a function of the events in
-    it alone.
+    Means and variances come from the window's own events (:mod:`._window_stats`): a float
+    running sum would carry the rounding of every earlier event into every later window, so that
+    one raw sample would change bits of windows long after the reach the ledger states
+    (:mod:`streamdp.privacy.reach`).
     """
 
     def __init__(self, names: tuple[str, ...], flags: tuple[str, ...] = ()) -> None:
@@ -60,30 +57,14 @@ class EventColumn:
         """Number of events ``lo..hi-1`` whose flag ``name`` is true (exact integers)."""
         return (self.cnt[name][hi] - self.cnt[name][lo]).astype(np.float64)
 
-    def mean_var(self, lo: NDArray[np.intp], hi: NDArray[np.intp]) -> dict[str, tuple[_F64, _F64]]:
-        """Mean and population variance of each quantity's finite values over events
-        ``lo..hi-1`` (both 0 for none), summed afresh for each window (see the class)."""
-        m = lo.shape[0]
-        out = {n: (np.zeros(m), np.zeros(m)) for n in self.names}
-        width = int(np.max(hi - lo, initial=0))
-        if width == 0:
-            return out
-        rows = max(1, _GATHER_LIMIT // width)
-        for a in range(0, m, rows):
-            b = min(a + rows, m)
-            # column k holds the events of window a + k, row j its j-th event (or padding)
-            idx = lo[a:b] + np.arange(width)[:, None]
-            inside = idx < hi[a:b]
-            np.minimum(idx, self.end.shape[0] - 1, out=idx)
-            weight = inside.astype(np.float64)
-            for n in self.names:
-                v = self.values[n][idx]
-                count = self.cnt[n][hi[a:b]] - self.cnt[n][lo[a:b]]
-                w = weight if count.sum() == inside.sum() else weight * np.isfinite(v)
-                mean, var = _window_mean_var(v, w, count)
-                out[n][0][a:b] = mean
-                out[n][1][a:b] = var
-        return out
+    def mean_var(
+        self, lo: NDArray[np.intp], hi: NDArray[np.intp], t: _F64, window: float, group: float
+    ) -> dict[str, tuple[_F64, _F64]]:
+        """Mean and population variance of each quantity's finite values over the events
+        ``lo..hi-1`` of the windows ``(t - window, t]`` (both 0 for none), from the window's own
+        events and public group boundaries every ``group`` s
+        (:func:`~streamdp.stages._window_stats.window_mean_var`)."""
+        return window_mean_var(self.end, self.values, self.cnt, lo, hi, t, window, group)
 
     def trim(self, keep_from: int) -> None:
         """Forget events before local index ``keep_from`` (they left every future window)."""
@@ -95,31 +76,6 @@ class EventColumn:
         for n in self.names:
             self.values[n] = self.values[n][keep_from:]
         self.base += keep_from
-
-
-def _window_mean_var(v: _F64, weight: _F64, count: NDArray[np.int64]) -> tuple[_F64, _F64]:
-    """Mean and variance of ``v`` where ``weight`` is 1 (0: padding or not finite), column by
-    column (a column: one window), shifted by the column's first value (``v[0]`` lies in the
-    window whenever it holds an event) against cancellation."""
-    shift = np.where(np.isfinite(v[0]), v[0], 0.0)
-    d = np.nan_to_num(v - shift) * weight
-    s1 = _column_sums(d)
-    s2 = _column_sums(d * d)
-    safe = np.maximum(count, 1)
-    m = s1 / safe
-    some = count > 0
-    return np.where(some, m + shift, 0.0), np.where(some, np.maximum(s2 / safe - m * m, 0.0), 0.0)
-
-
-def _column_sums(a: _F64) -> _F64:
-    """Each column's sum, first row to last: a column's bits depend on its own values alone,
-    not on how many columns there are (a reduction may sum pairwise, in an order that does)."""
-    if a.shape[1] < 256:
-        return np.add.accumulate(a, axis=0)[-1]
-    total = a[0].copy()
-    for row in a[1:]:
-        total += row
-    return total
 
 
 class SlidingMax:

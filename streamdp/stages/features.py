@@ -143,6 +143,10 @@ class FeatureRows:
         return FeatureRows(np.concatenate([p.t for p in parts]), np.concatenate([p.values for p in parts]))
 
 
+#: steps per public group of the window means and variances (:mod:`._window_stats`): a window
+#: of 60 steps merges 7 or 8 whole groups and two parts of at most one group's events each
+_GROUP_STEPS = 8
+
 #: (events, quantity, feature of its mean, feature of its variance over the window's events)
 _MEAN_VAR_FEATURES = (
     ("sac", "amplitude", "saccade_amplitude_mean", "saccade_amplitude_var"),
@@ -296,10 +300,11 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
             ("neg", "negative_saccade_ratio"),
         ):
             v[:, col[feat]] = np.where(n_sac > 0, counts[name] / np.maximum(n_sac, 1), 0.0)
+        group = _GROUP_STEPS * self.config.step
         stats = {
-            "sac": self._sac.mean_var(slo, shi),
-            "fix": self._fix.mean_var(flo, fhi),
-            "blk": self._blk.mean_var(blo, bhi),
+            "sac": self._sac.mean_var(slo, shi, t, w, group),
+            "fix": self._fix.mean_var(flo, fhi, t, w, group),
+            "blk": self._blk.mean_var(blo, bhi, t, w, group),
         }
         for kind, quantity, mean_name, var_name in _MEAN_VAR_FEATURES:
             v[:, col[mean_name]], v[:, col[var_name]] = stats[kind][quantity]
