@@ -215,6 +215,7 @@ def through_plugin(path: Path, config: SessionConfig, tmp: Path, want: int) -> O
     rec = read_recording(str(path))
     settings = {k: v for k, v in config.describe().items() if k != "blinks"}
     settings["blinks_from_capture"] = config.blinks == "given"
+    settings["bind"] = None  # the plugin's own endpoint is tested in test_plugin_endpoint.py
     backbone = zmq.Context.instance().socket(zmq.SUB)
     backbone.linger = 0
     port = backbone.bind_to_random_port("tcp://127.0.0.1")
@@ -234,8 +235,8 @@ def through_plugin(path: Path, config: SessionConfig, tmp: Path, want: int) -> O
             published = []
             for events in world_frames(rec):
                 published += env.world.run_frame(g_pool, events).get("streamdp", [])
-            # Capture's clock set anew ends the segment; the next frame carries what it released
-            env.world.deliver_notification(g_pool, {"subject": "world_process.adapting_clock"})
+            # Capture's clock set anew (Pupil Remote's T) ends the segment; the next frame carries what it released
+            env.world.set_clock(g_pool, g_pool.get_timestamp() - 1000.0)
             published += env.world.run_frame(g_pool, {"gaze": [], "blinks": []}).get("streamdp", [])
             on_backbone = []
             while len(on_backbone) < len(published) and backbone.poll(5000):

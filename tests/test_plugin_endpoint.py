@@ -31,8 +31,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def port_is_free(port: int) -> bool:
-    """Whether this process can listen on 127.0.0.1:``port`` now (the plugin gave it back)."""
+def _can_listen(port: int) -> bool:
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", port))
@@ -41,18 +40,35 @@ def port_is_free(port: int) -> bool:
         return True
 
 
+def port_is_free(port: int, timeout: float = 5.0) -> bool:
+    """Whether this process can listen on 127.0.0.1:``port`` (the plugin gave it back): ZeroMQ
+    closes a listening socket in its I/O thread just after ``close()``, so the port is tried
+    until ``timeout`` (the OS, not a message, is waited for)."""
+    deadline = time.monotonic() + timeout
+    while not _can_listen(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 @pytest.fixture
 def capture():
+    """The stand-in Capture; every world started in a test is shut down after it, whatever failed."""
     with capture_plugin_environment() as env:
         pub = env.world.IPCPublisher("tcp://127.0.0.1:9")  # the backbone is not what is tested here
+        env.started = []
         try:
             yield env, pub
         finally:
+            for g_pool in env.started:
+                env.world.shutdown(g_pool)
             pub.close()
 
 
 def start(env, pub, settings):
     g_pool = env.world.make_g_pool(pub, plugins=(env.module.StreamDP,))
+    env.started.append(g_pool)
     env.plugin.Plugin_List(g_pool, [(env.module.StreamDP, settings)])
     return g_pool, next(iter(g_pool.plugins))
 
@@ -192,7 +208,7 @@ def test_the_status_socket_refuses_a_non_loopback_bind_and_nothing_is_left_open(
     assert plugin.endpoint is None
     assert "status endpoint must be on a loopback address" in plugin.endpoint_error
     assert plugin.endpoint_text.startswith("closed: status endpoint must be on a loopback address")
-    assert port_is_free(sanitized_port)  # the sanitized socket was not opened either
+    assert _can_listen(sanitized_port)  # the sanitized socket was not opened either
     assert len(run(env, g_pool, generate(duration=40.0, rate=120.0, seed=1).recording)) >= 3  # Capture goes on
     env.world.shutdown(g_pool)
 
@@ -279,7 +295,7 @@ def test_capture_cleaning_the_plugin_up_closes_its_endpoint(capture, how):
     port = free_port()
     settings = {**SMALL, "bind": f"tcp://127.0.0.1:{port}", "status_bind": "tcp://127.0.0.1:0"}
     g_pool, plugin = start(env, pub, settings)
-    assert not port_is_free(port)
+    assert not _can_listen(port)
     if how == "stop_plugin":  # the plugin manager's switch, or a notification through Pupil Remote
         env.world.deliver_notification(g_pool, {"subject": "stop_plugin", "name": "StreamDP"})
     elif how == "shutdown":

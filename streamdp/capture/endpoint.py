@@ -12,6 +12,8 @@ defaults as ``streamdp relay`` (``--bind``, ``--curve-secret``, ``--curve-client
 
 from __future__ import annotations
 
+import errno
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -36,6 +38,8 @@ __all__ = ["DEFAULT_BIND", "EndpointSettings", "PluginEndpoint", "open_endpoint"
 #: ``streamdp relay --bind``'s default
 DEFAULT_BIND = "tcp://127.0.0.1:5570"
 _SCHEMES = ("tcp://", "ipc://")
+#: seconds :func:`open_endpoint` waits for a port in use to be given back
+PORT_RELEASE_WAIT = 0.5
 _EXAMPLES = {"bind": DEFAULT_BIND, "status_bind": DEFAULT_STATUS_ENDPOINT}
 
 
@@ -237,18 +241,31 @@ class PluginEndpoint:
             self.status.close()
 
 
+def _port_in_use(exc: BaseException) -> bool:
+    cause = exc.__context__  # the ZeroMQ error behind the one-line InputError
+    return isinstance(cause, zmq.ZMQError) and cause.errno == errno.EADDRINUSE
+
+
 def open_endpoint(
     settings: Mapping[str, Any], *, context: zmq.Context | None = None
 ) -> tuple[PluginEndpoint | None, str]:
     """The endpoint a plugin's settings describe, as ``(endpoint, "")``; ``(None, "")`` when
-    ``bind`` is None; ``(None, why)`` when it cannot be opened (nothing is left open)."""
-    try:
-        endpoint_settings, _ = EndpointSettings.split(dict(settings))
-        if endpoint_settings.bind is None:
-            return None, ""
-        return PluginEndpoint(endpoint_settings, seed=settings.get("seed"), context=context), ""
-    except (TypeError, ValueError) as exc:  # InputError is a ValueError
-        return None, str(exc)
+    ``bind`` is None; ``(None, why)`` when it cannot be opened (nothing is left open).
+
+    A port in use is tried again for up to :data:`PORT_RELEASE_WAIT` seconds: ZeroMQ closes a
+    listening socket in its I/O thread after ``close()`` returns, and Capture replaces a plugin
+    by cleaning the old one up and building the new one at once, on the same port."""
+    deadline = time.monotonic() + PORT_RELEASE_WAIT
+    while True:
+        try:
+            endpoint_settings, _ = EndpointSettings.split(dict(settings))
+            if endpoint_settings.bind is None:
+                return None, ""
+            return PluginEndpoint(endpoint_settings, seed=settings.get("seed"), context=context), ""
+        except (TypeError, ValueError) as exc:  # InputError is a ValueError
+            if not (_port_in_use(exc) and time.monotonic() < deadline):
+                return None, str(exc)
+        time.sleep(0.01)  # the port this process gave back is being closed by ZeroMQ's I/O thread
 
 
 def reopen_endpoint(
