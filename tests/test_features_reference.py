@@ -44,6 +44,12 @@ def test_matches_reference_with_one_second_steps_and_a_short_window():
     assert _compare(rec, WindowConfig(window=10.0, step=1.0)) == 80
 
 
+def test_matches_reference_with_a_window_shorter_than_a_group_and_not_a_multiple_of_the_step():
+    # 1.3 s: no window holds a whole public group of 8 steps (2 s), and its start is off the grid
+    rec = generate(duration=40.0, rate=120.0, seed=9).recording
+    assert _compare(rec, WindowConfig(window=1.3, step=0.25)) == 154  # 1001.5 .. 1039.75
+
+
 def test_matches_reference_through_a_gap_longer_than_the_window():
     a = generate(duration=60.0, rate=120.0, seed=7).recording.gaze
     b = generate(duration=60.0, rate=120.0, seed=8, start_time=float(a.t[-1]) + 45.3).recording.gaze

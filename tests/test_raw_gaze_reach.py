@@ -9,11 +9,14 @@ differ in a chunk only where their feature rows do. The bound is the ledger's ow
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 
 import msgpack
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamdp import EventDetector
 from streamdp.config import SessionConfig
@@ -22,7 +25,7 @@ from streamdp.gaze import GazeBatch, GazeColumns
 from streamdp.privacy.reach import raw_gaze_reach
 from streamdp.readers import read_recording
 from streamdp.session import Session
-from streamdp.stages.features import FeatureRows
+from streamdp.stages.features import FeatureRows, WindowConfig, WindowFeatures
 from streamdp.synthetic import generate
 
 from .conftest import shared
@@ -293,3 +296,45 @@ def test_no_bit_beyond_the_reach_depends_on_the_edit_pupil_core(edit, stretch):
     gaze = read_recording(shared("pupil_core_tutorial", "gaze_positions.csv")).gaze
     t0 = float(gaze.t[0])
     _check_bit_reach(gaze, CONFIG, [t0 + 9.1, t0 + 22.6], edit, stretch, slice_s=0.25)
+
+
+# -- the window features alone: a row's bits are a function of the events in its window
+
+
+@functools.cache
+def _events() -> EventBatch:
+    gaze = generate(duration=60.0, rate=120.0, seed=4).recording.gaze
+    det = EventDetector()
+    return EventBatch.concat([det.update(gaze), det.flush()])
+
+
+def _history_changed(events: EventBatch, cut: float, rng: np.random.Generator) -> EventBatch:
+    """``events`` with every value of the events ending before ``cut`` moved by up to 1e-6 of
+    itself and one such fixation dropped; ends (and so every window's membership) kept."""
+
+    def moved(a: np.ndarray, before: np.ndarray) -> np.ndarray:
+        return np.where(before, a * (1 + rng.uniform(-1e-6, 1e-6, a.shape)), a)
+
+    fx, sc, bl = events.fixations, events.saccades, events.blinks
+    f = fx.end < cut
+    fx = dataclasses.replace(fx, **{k: moved(getattr(fx, k), f) for k in ("var_x", "var_y", "pupil_mean", "pupil_var")})
+    fx = dataclasses.replace(fx, start=fx.end - moved(fx.end - fx.start, f))
+    keep = np.arange(len(fx)) != int(np.flatnonzero(f)[-1])
+    fx = type(fx)(**{k.name: getattr(fx, k.name)[keep] for k in dataclasses.fields(fx)})
+    sc = dataclasses.replace(sc, amplitude=moved(sc.amplitude, sc.end < cut))
+    bl = dataclasses.replace(bl, start=bl.end - moved(bl.end - bl.start, bl.end < cut))
+    return dataclasses.replace(events, fixations=fx, saccades=sc, blinks=bl)
+
+
+@pytest.mark.parametrize(("window", "step"), [(4.0, 0.25), (10.0, 1.0), (1.3, 0.25)], ids=["4s", "10s", "1.3s"])
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cut=st.floats(1012.0, 1040.0))
+def test_a_feature_row_depends_on_the_events_in_its_window_alone(window, step, seed, cut):
+    events = _events()
+    config = WindowConfig(window=window, step=step)
+    ref = WindowFeatures(config).update(events)
+    got = WindowFeatures(config).update(_history_changed(events, cut, np.random.default_rng(seed)))
+    assert np.array_equal(got.t, ref.t)
+    after = ref.t - window >= cut
+    assert after.sum() >= 10 and not np.array_equal(got.values[~after], ref.values[~after])
+    assert got.values[after].tobytes() == ref.values[after].tobytes()
