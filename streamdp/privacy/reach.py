@@ -19,6 +19,14 @@ only while every saccade of it is). The steps one sample reaches are therefore t
 A stretch of ``L > 0`` seconds of gaze overlaps up to ``⌈L/M⌉ + 1`` consecutive blocks (one second
 can straddle a boundary), and reaches the union of their steps.
 
+The count holds bit for bit, not only to rounding: every bit of a step's features is a function
+of the events in its window and of public times alone (counts and wordbooks are integers; means
+and variances are merged from the window's own events over public groups,
+:mod:`streamdp.stages._window_stats`, never from float running sums that would carry the
+rounding of every earlier event along). ``tests/test_raw_gaze_reach.py`` compares the published
+bytes and each chunk's feature rows of seeded releases with one sample, or one second, nudged,
+deleted or inserted.
+
 These are the only figures of the raw-gaze guarantee: the ledger's statement
 (:class:`streamdp.privacy.guarantee.RawGazeReach`, made by the privatizer) comes from here.
 """
