@@ -462,3 +462,45 @@ def test_make_mechanism_refuses_an_unknown_name_listing_the_choices(name, error,
 def test_an_epsilon_so_small_that_the_noise_scale_overflows_is_refused_naming_it(name):
     with pytest.raises(ValueError, match=r"epsilon=1e-300 is too small for .*noise scale overflows"):
         make_mechanism(name, epsilon=1e-300, bounds=B, chunk_length=32)
+
+
+# ---------------------------------------------------------------- each parameter declared once
+
+
+def _documented_parameters(doc):
+    """The names in the numpydoc "Parameters" section of ``doc``, in order."""
+    section = doc.split("Parameters\n----------\n", 1)[1].split("\n\n", 1)[0]
+    return [line.split(" : ")[0] for line in section.splitlines() if line and not line.startswith(" ")]
+
+
+FACTORIES = {cfpa: CFPA, dcfpa: DCFPA, dcfpa_bozkir: DCFPABozkir}
+
+
+@pytest.mark.parametrize(
+    "made",
+    [pytest.param(c, id=c.__name__) for c in VALID] + [pytest.param(f, id=f.__name__) for f in FACTORIES],
+)
+def test_signature_parameters_and_docs_are_made_from_the_one_table(made):
+    cls = FACTORIES.get(made, made)
+    declared = [p.name for p in cls.parameter_table]
+    assert list(inspect.signature(made).parameters) == declared == list(cls.parameters)
+    assert _documented_parameters(made.__doc__) == declared
+    assert "Raises\n------\nTypeError" in made.__doc__
+
+
+@pytest.mark.parametrize(
+    ("cls", "missing"),
+    [(LPA, "chunk_length"), (FPA, "bounds"), (HeatmapGaussian, "delta")],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_a_missing_required_parameter_is_named(cls, missing):
+    kwargs = {k: v for k, v in VALID[cls].items() if k != missing}
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}\(\) missing required keyword argument '{missing}'$"):
+        cls(**kwargs)
+
+
+def test_a_second_init_changes_nothing_not_even_what_is_set_first():
+    mech = DCFPA(epsilon=1.0, bounds=B, chunk_length=32)
+    with pytest.raises(AttributeError, match="immutable"):
+        mech.__init__(epsilon=1.0, bounds=B, chunk_length=32, level_share=0.9)
+    assert mech.level_share == DEFAULT_LEVEL_SHARE

@@ -15,16 +15,22 @@ w-events, sessions and raw gaze).
 
 All noise is discrete Laplace (or Gaussian) on a power-of-two lattice from
 :mod:`streamdp.privacy.noise`, with the rounding charged to the sensitivity. Mechanisms take
-keyword-only parameters, validate each at construction (a wrong type raises ``TypeError``, a value
-out of range ``ValueError``, both naming the parameter and the value), refuse a parameter they do
-not take, and are immutable afterwards, their arrays included.
+keyword-only parameters, each declared once in its class's ``parameter_table``
+(:mod:`~streamdp.privacy.mechanisms.parameters`: the signature, the checks and the documented
+parameters are made from it), validate each at construction (a wrong type raises ``TypeError``, a
+value out of range ``ValueError``, both naming the parameter and the value), refuse a parameter
+they do not take, and are immutable afterwards, their arrays included.
+
+One module per family: :mod:`.lpa`, :mod:`.fourier_perturbation` (the Fourier base) with
+:mod:`.cfpa_dcfpa` (CFPA, DCFPA, DCFPABozkir and their factories), :mod:`.steil`, :mod:`.fpa` (whole
+signal), :mod:`.heatmap`; shared: :mod:`.base`, :mod:`.budget` (ε per chunk), :mod:`.parameters`,
+:mod:`.validation`, :mod:`.registry`.
 """
 
 from .base import BaseMechanism, Mechanism, MechanismOutput
 from .budget import ChunkMechanism, split_epsilon
-from .factories import cfpa, dcfpa, dcfpa_bozkir
-from .fourier import DEFAULT_K, FourierPerturbation, default_k
-from .fourier_mechanisms import CFPA, DCFPA, DCFPA_DEFAULT_K, DEFAULT_LEVEL_SHARE, DCFPABozkir
+from .cfpa_dcfpa import CFPA, DCFPA, DCFPA_DEFAULT_K, DEFAULT_LEVEL_SHARE, DCFPABozkir, cfpa, dcfpa, dcfpa_bozkir
+from .fourier_perturbation import DEFAULT_K, FourierPerturbation, default_k
 from .fpa import FPA, WholeSignalFPA
 from .heatmap import HeatmapGaussian, HeatmapLaplace, HeatmapMechanism
 from .lpa import LPA, LaplacePerturbation

@@ -10,7 +10,6 @@ value) and can never change afterwards: setting or deleting an attribute raises
 
 from __future__ import annotations
 
-import inspect
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -22,20 +21,25 @@ from ...errors import InputError
 from ..bounds import BoundsProfile
 from ..noise import lattice_laplace
 from ..randomness import RandomSource
-from .validation import check_bounds, check_chunk_length, check_epsilon, frozen_array
+from .parameters import BOUNDS, CHUNK_LENGTH, Parameter, checked_arguments, document, signature_of
+from .validation import check_epsilon, frozen_array
 
 _F64 = NDArray[np.float64]
 _M = TypeVar("_M", bound="BaseMechanism")
 
 
 class _FrozenAfterInit(ABCMeta):
-    """Freezes every instance once its whole ``__init__`` chain has returned."""
+    """Makes each class's signature, ``parameters`` and docstring from its ``parameter_table``,
+    and freezes every instance once its whole ``__init__`` chain has returned."""
 
     def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(name, bases, namespace, **kwargs)
-        # without it, inspect and help() would show this metaclass's (*args, **kwargs)
-        init = inspect.signature(next(k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__))
-        cls.__signature__ = init.replace(parameters=list(init.parameters.values())[1:])
+        table: tuple[Parameter, ...] = getattr(cls, "parameter_table", ())
+        setattr(cls, "parameters", tuple(p.name for p in table))  # noqa: B010 (a ClassVar the metaclass owns)
+        # without it, inspect and help() would show __init__'s (**arguments)
+        setattr(cls, "__signature__", signature_of(table))  # noqa: B010
+        if namespace.get("__doc__"):
+            cls.__doc__ = document(namespace["__doc__"], table)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         # an ε so small that a scale overflows is refused below, by name, not warned about
@@ -60,9 +64,22 @@ class BaseMechanism(metaclass=_FrozenAfterInit):
 
     #: the name in ledgers, topics and the registry
     name: ClassVar[str]
-    #: the keyword parameters the constructor takes, in order
+    #: the keyword-only parameters the constructor takes, each declared once, in order
+    parameter_table: ClassVar[tuple[Parameter, ...]] = ()
+    #: their names, made from ``parameter_table``
     parameters: ClassVar[tuple[str, ...]]
     _frozen: bool = False
+
+    def __init__(self, **arguments: Any) -> None:
+        if self._frozen:
+            raise AttributeError(f"{type(self).__name__} is immutable: cannot init again")
+        self._construct(checked_arguments(type(self).__name__, self.parameter_table, arguments))
+
+    def _construct(self, checked: dict[str, Any]) -> None:
+        """Set the attributes from ``checked``, every parameter of the table checked, in order,
+        defaults filled in: here each as it is; a subclass checks what depends on more than one
+        parameter and derives its calibration."""
+        self._set(**checked)
 
     def _set(self, **attributes: Any) -> None:
         """Set attributes during construction; arrays are stored as frozen copies."""
@@ -131,33 +148,22 @@ class Mechanism(BaseMechanism):
     the total of a chunk and split it over the features, which compose sequentially to it (see
     :mod:`streamdp.privacy.accountant` for chunks, w-events, sessions and raw gaze).
 
-    Parameters
-    ----------
-    epsilon : float
-        ε of one feature per chunk at this level (the subclasses pass their split), finite and > 0.
-    bounds : BoundsProfile
-        The public bounds; the chunk is clipped to them before any noise.
-    chunk_length : int
-        n, a power of two ≥ 2.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or out of range, named with its value.
     """
 
-    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "bounds", "chunk_length")
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter(
+            "epsilon",
+            "float",
+            "ε of one feature per chunk at this level (the subclasses pass their split), finite and > 0.",
+            check=check_epsilon,
+        ),
+        BOUNDS,
+        CHUNK_LENGTH,
+    )
 
     epsilon: float
     bounds: BoundsProfile
     chunk_length: int
-
-    def __init__(self, *, epsilon: float, bounds: BoundsProfile, chunk_length: int) -> None:
-        self._set(
-            epsilon=check_epsilon("epsilon", epsilon),
-            bounds=check_bounds(bounds),
-            chunk_length=check_chunk_length(chunk_length),
-        )
 
     @property
     def n_features(self) -> int:

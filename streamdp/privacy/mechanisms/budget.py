@@ -19,16 +19,14 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..bounds import BoundsProfile
 from .base import Mechanism
+from .parameters import BOUNDS, CHUNK_LENGTH, Parameter
 from .validation import check_bounds, check_epsilon
 
 _F64 = NDArray[np.float64]
 
 
-def split_epsilon(
-    epsilon: object, epsilon_per_feature: object, bounds: object
-) -> tuple[float, NDArray[np.float64]]:
+def split_epsilon(epsilon: object, epsilon_per_feature: object, bounds: object) -> tuple[float, NDArray[np.float64]]:
     """The total ε of a chunk and ε per feature (0 for a dropped feature).
 
     Raises
@@ -65,6 +63,25 @@ def split_epsilon(
     return total, total * w / w.sum()
 
 
+#: ε as the total of a chunk (:func:`split_epsilon`); the check is the class's, on both keywords
+EPSILON_TOTAL = Parameter(
+    "epsilon",
+    "float | None",
+    "The total ε of one chunk, split over the features by the profile's weights.",
+    default=None,
+    doc_type="float",
+)
+
+EPSILON_PER_FEATURE = Parameter(
+    "epsilon_per_feature",
+    "float | None",
+    "Instead of ``epsilon``: the same ε for every released feature (the papers' convention). "
+    "Giving both, or neither, raises TypeError.",
+    default=None,
+    doc_type="float",
+)
+
+
 class ChunkMechanism(Mechanism):
     """A streaming chunk mechanism whose ε is a total per chunk split by the profile's weights
     (or the papers' ε per feature, given explicitly). See the module docstring.
@@ -77,23 +94,23 @@ class ChunkMechanism(Mechanism):
         ε of each feature (0 where dropped), read-only; they sum to ``epsilon``.
     """
 
-    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "epsilon_per_feature", "bounds", "chunk_length")
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (EPSILON_TOTAL, EPSILON_PER_FEATURE, BOUNDS, CHUNK_LENGTH)
 
     epsilon_per_feature: float | None
     feature_epsilons: _F64
 
-    def __init__(
-        self,
-        *,
-        epsilon: float | None = None,
-        epsilon_per_feature: float | None = None,
-        bounds: BoundsProfile,
-        chunk_length: int,
-    ) -> None:
-        total, per = split_epsilon(epsilon, epsilon_per_feature, bounds)
-        super().__init__(epsilon=total, bounds=bounds, chunk_length=chunk_length)
-        given = None if epsilon_per_feature is None else float(epsilon_per_feature)
-        self._set(epsilon_per_feature=given, feature_epsilons=per)
+    def _construct(self, checked: dict[str, Any]) -> None:
+        given = checked["epsilon_per_feature"]
+        total, per = split_epsilon(checked["epsilon"], given, checked["bounds"])
+        super()._construct(
+            {
+                # a per-feature ε times many features can overflow the total
+                "epsilon": check_epsilon("epsilon", total),
+                "bounds": checked["bounds"],
+                "chunk_length": checked["chunk_length"],
+            }
+        )
+        self._set(epsilon_per_feature=None if given is None else float(given), feature_epsilons=per)
 
     @property
     def epsilon_chunk(self) -> float:

@@ -1,5 +1,7 @@
-"""The three Fourier chunk mechanisms: CFPA, the level-keeping DCFPA (streamdp's default) and
-Bozkir et al.'s Algorithm 1 (``dcfpa-bozkir``)."""
+"""The three Fourier chunk mechanisms, CFPA, the level-keeping DCFPA (streamdp's default) and
+Bozkir et al.'s Algorithm 1 (``dcfpa-bozkir``), and their factories by the papers' names,
+``cfpa(...)``, ``dcfpa(...)`` and ``dcfpa_bozkir(...)``, which take their class's parameters.
+Their shared base is :class:`~streamdp.privacy.mechanisms.fourier_perturbation.FourierPerturbation`."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..bounds import BoundsProfile
 from ..noise import lattice_step
 from ..sensitivity import release_matrix
 from ..transforms import LowPassTransform
-from .fourier import FourierPerturbation
+from .fourier_perturbation import FourierPerturbation
+from .parameters import Parameter, takes_parameters_of
 from .validation import check_fraction
 
 _F64 = NDArray[np.float64]
@@ -134,18 +136,7 @@ class DCFPA(FourierPerturbation):
     :class:`FourierPerturbation`, by default with their exact sensitivity over the chunks that can
     occur (``sensitivity="reachable"``). Sequential composition: ε_f per feature.
 
-    Parameters
-    ----------
-    level_share : float, optional
-        Share of each feature's ε spent on the level, in (0, 1); default
-        :data:`DEFAULT_LEVEL_SHARE`. With ``k="private"``, ``level_share + k_epsilon_share < 1``.
-    **others
-        As :class:`FourierPerturbation`; ``k`` defaults to :data:`DCFPA_DEFAULT_K`.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or out of range, named with its value.
+    ``k`` defaults to :data:`DCFPA_DEFAULT_K`.
 
     Examples
     --------
@@ -162,41 +153,28 @@ class DCFPA(FourierPerturbation):
     name: ClassVar[str] = "dcfpa"
     preparation: ClassVar[str] = "differences"
     default_sensitivity: ClassVar[str] = "reachable"
-    parameters: ClassVar[tuple[str, ...]] = (*FourierPerturbation.parameters, "level_share")
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        *FourierPerturbation.parameter_table,
+        Parameter(
+            "level_share",
+            "float",
+            "Share of each feature's ε spent on the level, in (0, 1) (:data:`DEFAULT_LEVEL_SHARE`). With "
+            '``k="private"``, ``level_share + k_epsilon_share < 1``.',
+            default=DEFAULT_LEVEL_SHARE,
+            check=check_fraction,
+        ),
+    )
 
     level_share: float
     level_sensitivity: _F64
     level_noise_scale: _F64
 
-    def __init__(
-        self,
-        *,
-        epsilon: float | None = None,
-        epsilon_per_feature: float | None = None,
-        bounds: BoundsProfile,
-        chunk_length: int,
-        transform: str = "dft",
-        k: int | str | None = None,
-        sensitivity: str | None = None,
-        k_epsilon_share: float | None = None,
-        level_share: float = DEFAULT_LEVEL_SHARE,
-    ) -> None:
-        share = check_fraction("level_share", level_share)
-        object.__setattr__(self, "level_share", share)  # read by _coefficient_share during construction
-        super().__init__(
-            epsilon=epsilon,
-            epsilon_per_feature=epsilon_per_feature,
-            bounds=bounds,
-            chunk_length=chunk_length,
-            transform=transform,
-            k=k,
-            sensitivity=sensitivity,
-            k_epsilon_share=k_epsilon_share,
-        )
+    def _construct(self, checked: dict[str, Any]) -> None:
+        share = checked["level_share"]
+        self._set(level_share=share)  # read by _coefficient_share while the base calibrates
+        super()._construct(checked)
         if share + self.k_epsilon_share >= 1.0:
-            raise ValueError(
-                f"level_share + k_epsilon_share must be < 1, got {share!r} + {self.k_epsilon_share!r}"
-            )
+            raise ValueError(f"level_share + k_epsilon_share must be < 1, got {share!r} + {self.k_epsilon_share!r}")
         eps_level = self._noise_epsilons * share
         sens = self.bounds.width
         gamma = np.array([lattice_step(s / e) for s, e in zip(sens, eps_level, strict=True)])
@@ -247,8 +225,48 @@ class DCFPA(FourierPerturbation):
         coef, *_ = np.linalg.lstsq(inverse[1:], np.diff(v, axis=0), rcond=None)
         return np.concatenate((v.mean(axis=0, keepdims=True), coef), axis=0)
 
-    def arguments(self) -> dict[str, Any]:
-        return {**super().arguments(), "level_share": self.level_share}
-
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "level_share": self.level_share}
+
+
+@takes_parameters_of(CFPA)
+def cfpa(**arguments: Any) -> CFPA:
+    """Chunk-based FPA on the values themselves (Bozkir et al.): a :class:`CFPA`.
+
+    Examples
+    --------
+    >>> from streamdp.privacy import default_profile
+    >>> cfpa(epsilon=26.0, bounds=default_profile(), chunk_length=16, k=2).describe()["k"]
+    2
+    """
+    return CFPA(**arguments)
+
+
+@takes_parameters_of(DCFPA)
+def dcfpa(**arguments: Any) -> DCFPA:
+    """DCFPA that keeps level and shape, streamdp's default: a :class:`DCFPA`.
+
+    Examples
+    --------
+    >>> from streamdp.privacy import default_profile
+    >>> dcfpa(epsilon=52.0, bounds=default_profile(), chunk_length=32).describe()["mechanism"]
+    'dcfpa'
+    >>> dcfpa(epsilon=52.0, bounds=default_profile(), chunk_length=30)
+    Traceback (most recent call last):
+    ...
+    ValueError: chunk_length must be a power of two ≥ 2, got 30
+    """
+    return DCFPA(**arguments)
+
+
+@takes_parameters_of(DCFPABozkir)
+def dcfpa_bozkir(**arguments: Any) -> DCFPABozkir:
+    """Bozkir et al.'s Algorithm 1 as published (``"dcfpa-bozkir"``): a :class:`DCFPABozkir`.
+
+    Examples
+    --------
+    >>> from streamdp.privacy import default_profile
+    >>> dcfpa_bozkir(epsilon_per_feature=1.0, bounds=default_profile(), chunk_length=32).describe()["epsilon"]
+    52.0
+    """
+    return DCFPABozkir(**arguments)

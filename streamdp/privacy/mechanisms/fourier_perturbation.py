@@ -1,5 +1,8 @@
-"""The Fourier perturbation family on chunks (Bozkir et al. 2021): the shared base of CFPA, the
-level-keeping DCFPA (streamdp's default) and the paper's Algorithm 1 (``dcfpa-bozkir``)."""
+"""FourierPerturbation, the shared base of the Fourier chunk mechanisms (Bozkir et al. 2021), and
+the parameters it adds: the calibration (sensitivity, noise scale per candidate k), the private
+choice of k and the perturbation proper. The three mechanisms themselves, CFPA, the level-keeping
+DCFPA (streamdp's default) and the paper's Algorithm 1 (``dcfpa-bozkir``), are in
+:mod:`~streamdp.privacy.mechanisms.cfpa_dcfpa`."""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..bounds import BoundsProfile
 from ..noise import lattice_step
 from ..randomness import RandomSource
 from ..selection import exponential_select
@@ -19,6 +21,7 @@ from ..sensitivity import clamp_to_reachable, reachable_sensitivity
 from ..transforms import TRANSFORMS, LowPassTransform, l1_sensitivity
 from .base import MechanismOutput, laplace_columns
 from .budget import ChunkMechanism
+from .parameters import TRANSFORM, Parameter, optional
 from .validation import check_choice, check_fraction, check_int
 
 _F64 = NDArray[np.float64]
@@ -39,6 +42,37 @@ DEFAULT_K_EPSILON_SHARE = 0.1
 def default_k(n: int) -> int:
     """The documented public k of CFPA and Algorithm 1 for a chunk length (1 beyond the table)."""
     return DEFAULT_K.get(n, 1)
+
+
+K = Parameter(
+    "k",
+    "int | str | None",
+    "Number of lowest coefficients kept: 1 ≤ k ≤ n/2 (DFT) or n (DCT). Default: the public default of the "
+    'mechanism and chunk length. "private" chooses k per feature and chunk with the exponential mechanism, '
+    "spending ``k_epsilon_share`` of ε on the choice.",
+    default=None,
+    doc_type='int or "private", optional',
+)
+
+SENSITIVITY = Parameter(
+    "sensitivity",
+    "str | None",
+    'How the sensitivity is computed: "bound", "tight" or "reachable" (see :class:`FourierPerturbation`); '
+    "the default depends on the mechanism.",
+    default=None,
+    check=optional(lambda name, value: check_choice(name, value, SENSITIVITY_MODES)),
+    doc_type='{"bound", "tight", "reachable"}, optional',
+)
+
+K_EPSILON_SHARE = Parameter(
+    "k_epsilon_share",
+    "float | None",
+    f"Share of ε spent choosing k privately, in (0, 1); default {DEFAULT_K_EPSILON_SHARE}. Only with "
+    '``k="private"``: with a fixed k it raises ValueError.',
+    default=None,
+    check=optional(check_fraction),
+    doc_type="float, optional",
+)
 
 
 def _check_k(k: object, k_max: int, transform: str, n: int, default: int) -> int | None:
@@ -68,44 +102,14 @@ class FourierPerturbation(ChunkMechanism):
     ``[-r, r]`` (``"reachable"``; the chunk is then clamped into that set, see
     :mod:`streamdp.privacy.sensitivity`). With ``k="private"`` the choice of k spends
     ``k_epsilon_share`` of each feature's ε.
-
-    Parameters
-    ----------
-    epsilon : float
-        The total ε of one chunk, split over the features by the profile's weights.
-    epsilon_per_feature : float
-        Instead of ``epsilon``: the same ε for every released feature (the papers' convention).
-    bounds : BoundsProfile
-        The public bounds (and weights).
-    chunk_length : int
-        n, a power of two ≥ 2.
-    transform : {"dft", "dct"}
-        The transform, default "dft".
-    k : int or "private", optional
-        Number of lowest coefficients kept: 1 ≤ k ≤ n/2 (DFT) or n (DCT). Default: the public
-        default of the mechanism and chunk length. "private" chooses k per feature and chunk
-        with the exponential mechanism, spending ``k_epsilon_share`` of ε on the choice.
-    sensitivity : {"bound", "tight", "reachable"}
-        How the sensitivity is computed (see above); the default depends on the mechanism.
-    k_epsilon_share : float, optional
-        Share of ε spent choosing k privately, in (0, 1); default 0.1. Only with ``k="private"``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or out of range, named with its value; ``k_epsilon_share``
-        with a fixed k; both or neither of ``epsilon`` and ``epsilon_per_feature``.
     """
 
-    parameters: ClassVar[tuple[str, ...]] = (
-        "epsilon",
-        "epsilon_per_feature",
-        "bounds",
-        "chunk_length",
-        "transform",
-        "k",
-        "sensitivity",
-        "k_epsilon_share",
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        *ChunkMechanism.parameter_table,
+        TRANSFORM,
+        K,
+        SENSITIVITY,
+        K_EPSILON_SHARE,
     )
     #: the vector transformed: see :func:`streamdp.privacy.sensitivity.release_matrix`
     preparation: ClassVar[str]
@@ -126,31 +130,16 @@ class FourierPerturbation(ChunkMechanism):
     _release: _F64
     _output: _F64
 
-    def __init__(
-        self,
-        *,
-        epsilon: float | None = None,
-        epsilon_per_feature: float | None = None,
-        bounds: BoundsProfile,
-        chunk_length: int,
-        transform: str = "dft",
-        k: int | str | None = None,
-        sensitivity: str | None = None,
-        k_epsilon_share: float | None = None,
-    ) -> None:
-        super().__init__(
-            epsilon=epsilon, epsilon_per_feature=epsilon_per_feature, bounds=bounds, chunk_length=chunk_length
-        )
-        kind = TRANSFORMS[check_choice("transform", transform, tuple(TRANSFORMS))]
-        chosen = self.default_sensitivity if sensitivity is None else sensitivity
-        mode = check_choice("sensitivity", chosen, SENSITIVITY_MODES)
+    def _construct(self, checked: dict[str, Any]) -> None:
+        super()._construct(checked)
+        transform, k, k_epsilon_share = checked["transform"], checked["k"], checked["k_epsilon_share"]
+        kind = TRANSFORMS[transform]
+        mode = self.default_sensitivity if checked["sensitivity"] is None else checked["sensitivity"]
         n = self.chunk_length
         k_max = kind.max_k(n)
         fixed_k = _check_k(k, k_max, transform, n, self._default_k(n, transform))
         if fixed_k is None:
-            share = DEFAULT_K_EPSILON_SHARE
-            if k_epsilon_share is not None:
-                share = check_fraction("k_epsilon_share", k_epsilon_share)
+            share = DEFAULT_K_EPSILON_SHARE if k_epsilon_share is None else k_epsilon_share
             k_candidates = np.arange(1, k_max + 1)
         else:
             if k_epsilon_share is not None:

@@ -14,7 +14,8 @@ from ..noise import lattice_step
 from ..randomness import RandomSource
 from ..transforms import TRANSFORMS, make_transform
 from .base import BaseMechanism, MechanismOutput, laplace_columns
-from .validation import check_bounds, check_choice, check_epsilon, check_int, check_positive_int
+from .parameters import BOUNDS, TRANSFORM, Parameter
+from .validation import check_epsilon, check_int, check_positive_int
 
 _F64 = NDArray[np.float64]
 
@@ -29,22 +30,6 @@ class FPA(BaseMechanism):
     privacy: the whole signal of one feature, i.e. the whole recording): ``λ = √N·√k·Δ₂/ε`` (DFT)
     or ``√k·Δ₂/ε`` (DCT) with ``Δ₂ = √N·(hi - lo)``, plus the lattice charge.
 
-    Parameters
-    ----------
-    epsilon : float
-        ε per feature for the whole signal, finite and > 0.
-    bounds : BoundsProfile
-        The public bounds.
-    transform : {"dft", "dct"}
-        The transform, default "dft".
-    k : int
-        Number of lowest coefficients kept, ≥ 1; default 20.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or out of range, named with its value.
-
     Examples
     --------
     >>> from streamdp.privacy import default_profile, secure_generator
@@ -56,20 +41,17 @@ class FPA(BaseMechanism):
     """
 
     name: ClassVar[str] = "fpa"
-    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "bounds", "transform", "k")
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("epsilon", "float", "ε per feature for the whole signal, finite and > 0.", check=check_epsilon),
+        BOUNDS,
+        TRANSFORM,
+        Parameter("k", "int", "Number of lowest coefficients kept, ≥ 1.", default=20, check=check_positive_int),
+    )
 
     epsilon: float
     bounds: BoundsProfile
     transform: str
     k: int
-
-    def __init__(self, *, epsilon: float, bounds: BoundsProfile, transform: str = "dft", k: int = 20) -> None:
-        self._set(
-            epsilon=check_epsilon("epsilon", epsilon),
-            bounds=check_bounds(bounds),
-            transform=check_choice("transform", transform, tuple(TRANSFORMS)),
-            k=check_positive_int("k", k),
-        )
 
     @property
     def n_features(self) -> int:

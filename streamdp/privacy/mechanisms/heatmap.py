@@ -31,6 +31,7 @@ from ..exact_samplers import effective_scale
 from ..noise import LATTICE_BITS, lattice_gaussian, lattice_laplace, lattice_step
 from ..randomness import RandomSource
 from .base import BaseMechanism
+from .parameters import Parameter
 from .validation import check_epsilon, check_fraction, check_positive_int
 
 _F64 = NDArray[np.float64]
@@ -65,6 +66,28 @@ def liu_gaussian_sigma(cap: int, n_observers: int, pixels: int, epsilon: float, 
     return cap / (n_observers * epsilon) * math.sqrt(pixels * (epsilon / 2.0 + math.log(pixels / delta)))
 
 
+def gaussian_calibration(cap: int, n_observers: int, pixels: int, epsilon: float, delta: float) -> dict[str, float]:
+    """The L2 ``sensitivity`` ``m√r/n``, Theorem 3.4's ``sigma_liu``, the exact ``sigma_exact`` at
+    the sensitivity charged with the rounding on the lattice of the final σ, and that final
+    ``sigma``, the larger of the two."""
+    sensitivity = cap * math.sqrt(pixels) / n_observers
+    sigma_liu = liu_gaussian_sigma(cap, n_observers, pixels, epsilon, delta)
+    # the lattice of the final σ: raising σ can only coarsen the lattice, so iterate to a fixed point
+    sigma, sigma_exact = sigma_liu, 0.0
+    while True:
+        charged = sensitivity + math.sqrt(pixels) * lattice_step(sigma)
+        sigma_exact = analytic_gaussian_sigma(charged, epsilon, delta)
+        if lattice_step(max(sigma_liu, sigma_exact)) == lattice_step(sigma):
+            break
+        sigma = max(sigma_liu, sigma_exact)
+    return {
+        "sensitivity": sensitivity,
+        "sigma_liu": sigma_liu,
+        "sigma_exact": sigma_exact,
+        "sigma": max(sigma_liu, sigma_exact),
+    }
+
+
 def charged_laplace_scale(sensitivity: float, epsilon: float, pixels: int, lattice_bits: int) -> float:
     """The smallest ``b`` with ``b ≥ (Δ₁ + r·γ(b))/ε``, ``γ(b)`` = ``lattice_step(b, lattice_bits)``.
 
@@ -91,7 +114,7 @@ def laplace_lattice_bits(sensitivity: float, epsilon: float, pixels: int) -> int
     return min(range(LATTICE_BITS, 39), key=drawn)
 
 
-def _check_shape(value: object) -> tuple[int, int]:
+def _check_shape(name: str, value: object) -> tuple[int, int]:
     if not (isinstance(value, tuple) and len(value) == 2) or any(
         isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value
     ):
@@ -106,37 +129,20 @@ class HeatmapMechanism(BaseMechanism):
     ``shape`` pixels, each capped at ``cap`` inside the mechanism.
 
     Unit of privacy: **one observer** (their whole capped map), see the module docstring.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε, finite and > 0.
-    cap : int
-        m, the cap on each pixel count of one observer's map, ≥ 1.
-    n_observers : int
-        The number of observers (public), ≥ 1.
-    shape : tuple of int
-        (height, width) of the maps, both ≥ 1.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or out of range, named with its value.
     """
+
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("epsilon", "float", "ε, finite and > 0.", check=check_epsilon),
+        Parameter("cap", "int", "m, the cap on each pixel count of one observer's map, ≥ 1.", check=check_positive_int),
+        Parameter("n_observers", "int", "The number of observers (public), ≥ 1.", check=check_positive_int),
+        Parameter("shape", "tuple[int, int]", "(height, width) of the maps, both ≥ 1.", check=_check_shape),
+    )
 
     epsilon: float
     cap: int
     n_observers: int
     shape: tuple[int, int]
     sensitivity: float
-
-    def __init__(self, *, epsilon: float, cap: int, n_observers: int, shape: tuple[int, int]) -> None:
-        self._set(
-            epsilon=check_epsilon("epsilon", epsilon),
-            cap=check_positive_int("cap", cap),
-            n_observers=check_positive_int("n_observers", n_observers),
-            shape=_check_shape(shape),
-        )
 
     @property
     def pixels(self) -> int:
@@ -177,8 +183,6 @@ class HeatmapLaplace(HeatmapMechanism):
     observer), discrete Laplace of scale ``b = (m·r/n + r·γ)/ε`` on every pixel, ``γ`` the
     lattice of ``b`` itself (see the module docstring).
 
-    Parameters and errors as in :class:`HeatmapMechanism`.
-
     Examples
     --------
     >>> HeatmapLaplace(epsilon=1.0, cap=2, n_observers=100, shape=(4, 6))
@@ -186,14 +190,13 @@ class HeatmapLaplace(HeatmapMechanism):
     """
 
     name: ClassVar[str] = "heatmap-laplace"
-    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "cap", "n_observers", "shape")
 
     scale: float
     lattice_bits: int
     noise_level: float
 
-    def __init__(self, *, epsilon: float, cap: int, n_observers: int, shape: tuple[int, int]) -> None:
-        super().__init__(epsilon=epsilon, cap=cap, n_observers=n_observers, shape=shape)
+    def _construct(self, checked: dict[str, Any]) -> None:
+        super()._construct(checked)
         sensitivity = self.cap * self.pixels / self.n_observers
         bits = laplace_lattice_bits(sensitivity, self.epsilon, self.pixels)
         scale = charged_laplace_scale(sensitivity, self.epsilon, self.pixels, bits)
@@ -214,20 +217,6 @@ class HeatmapGaussian(HeatmapMechanism):
     discrete Gaussian noise with σ the larger of Theorem 3.4's and the exact Gaussian calibration
     (see the module docstring).
 
-    Parameters
-    ----------
-    epsilon : float
-        ε, finite and > 0.
-    delta : float
-        δ, in (0, 1).
-    cap, n_observers, shape
-        As in :class:`HeatmapMechanism`.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or out of range, named with its value.
-
     Examples
     --------
     >>> m = HeatmapGaussian(epsilon=1.0, delta=1e-5, cap=2, n_observers=100, shape=(4, 6))
@@ -237,34 +226,21 @@ class HeatmapGaussian(HeatmapMechanism):
     True
     """
 
-    name: ClassVar[str] = "heatmap-gaussian"
-    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "cap", "n_observers", "shape")
-
     delta: float
     sigma_liu: float
     sigma_exact: float
     sigma: float
 
-    def __init__(self, *, epsilon: float, delta: float, cap: int, n_observers: int, shape: tuple[int, int]) -> None:
-        super().__init__(epsilon=epsilon, cap=cap, n_observers=n_observers, shape=shape)
-        d = check_fraction("delta", delta)
-        sensitivity = self.cap * math.sqrt(self.pixels) / self.n_observers
-        sigma_liu = liu_gaussian_sigma(self.cap, self.n_observers, self.pixels, self.epsilon, d)
-        # the lattice of the final σ: raising σ can only coarsen the lattice, so iterate to a fixed point
-        sigma, sigma_exact = sigma_liu, 0.0
-        while True:
-            charged = sensitivity + math.sqrt(self.pixels) * lattice_step(sigma)
-            sigma_exact = analytic_gaussian_sigma(charged, self.epsilon, d)
-            if lattice_step(max(sigma_liu, sigma_exact)) == lattice_step(sigma):
-                break
-            sigma = max(sigma_liu, sigma_exact)
-        self._set(
-            delta=d,
-            sensitivity=sensitivity,
-            sigma_liu=sigma_liu,
-            sigma_exact=sigma_exact,
-            sigma=max(sigma_liu, sigma_exact),
-        )
+    name: ClassVar[str] = "heatmap-gaussian"
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        HeatmapMechanism.parameter_table[0],
+        Parameter("delta", "float", "δ, in (0, 1).", check=check_fraction),
+        *HeatmapMechanism.parameter_table[1:],
+    )
+
+    def _construct(self, checked: dict[str, Any]) -> None:
+        super()._construct(checked)
+        self._set(**gaussian_calibration(self.cap, self.n_observers, self.pixels, self.epsilon, self.delta))
 
     def privatize(self, maps: _F64, rng: RandomSource | np.random.Generator) -> _F64:
         return lattice_gaussian(rng, self._aggregate(maps), self.sigma)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..bounds import BoundsProfile
 from ..noise import lattice_step
 from ..randomness import RandomSource
 from .base import MechanismOutput, laplace_columns
@@ -24,29 +23,12 @@ class LPA(ChunkMechanism):
     inside the bounds, so the L1 sensitivity of a feature's n values is ``n·(hi - lo)`` (plus the
     lattice charge ``n·γ``) and the noise scale ``λ = (n·(hi-lo) + n·γ)/ε_f``.
 
-    Parameters
-    ----------
-    epsilon : float
-        The total ε of one chunk, split over the features by the profile's weights
-        (:mod:`~streamdp.privacy.mechanisms.budget`).
-    epsilon_per_feature : float
-        Instead of ``epsilon``: the same ε for every released feature (the papers' convention).
-    bounds : BoundsProfile
-        The public bounds.
-    chunk_length : int
-        n, a power of two ≥ 2.
-
     Attributes
     ----------
     sensitivity : ndarray
         L1 sensitivity per feature (read-only).
     noise_scale : ndarray
         Laplace scale λ per feature (read-only).
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or out of range, named with its value.
 
     Examples
     --------
@@ -65,17 +47,8 @@ class LPA(ChunkMechanism):
     sensitivity: _F64
     noise_scale: _F64
 
-    def __init__(
-        self,
-        *,
-        epsilon: float | None = None,
-        epsilon_per_feature: float | None = None,
-        bounds: BoundsProfile,
-        chunk_length: int,
-    ) -> None:
-        super().__init__(
-            epsilon=epsilon, epsilon_per_feature=epsilon_per_feature, bounds=bounds, chunk_length=chunk_length
-        )
+    def _construct(self, checked: dict[str, Any]) -> None:
+        super()._construct(checked)
         n = self.chunk_length
         eps = self._noise_epsilons
         sensitivity = n * self.bounds.width

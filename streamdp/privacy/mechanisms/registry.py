@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .base import Mechanism
-from .fourier_mechanisms import CFPA, DCFPA, DCFPABozkir
+from .cfpa_dcfpa import CFPA, DCFPA, DCFPABozkir
 from .fpa import FPA
 from .heatmap import HeatmapGaussian, HeatmapLaplace, HeatmapMechanism
 from .lpa import LPA

@@ -7,11 +7,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..bounds import BoundsProfile
 from ..noise import lattice_step
 from ..randomness import RandomSource
 from .base import MechanismOutput, laplace_columns
 from .budget import ChunkMechanism
+from .parameters import Parameter
 from .validation import check_int
 
 _F64 = NDArray[np.float64]
@@ -38,24 +38,6 @@ class Steil(ChunkMechanism):
     chunk's features composing to the total ``epsilon``, for any two chunks (values are clipped
     to the bounds first).
 
-    Parameters
-    ----------
-    epsilon : float
-        The total ε of one chunk, split over the features by the profile's weights.
-    epsilon_per_feature : float
-        Instead of ``epsilon``: the same ε for every released feature (the papers' convention).
-    bounds : BoundsProfile
-        The public bounds.
-    chunk_length : int
-        n, a power of two ≥ 2.
-    window : int
-        w, the subsampling window: ``1 ≤ w`` and w divides n. Default 8.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A parameter of the wrong type or out of range, named with its value.
-
     Examples
     --------
     >>> from streamdp.privacy import default_profile
@@ -67,25 +49,18 @@ class Steil(ChunkMechanism):
     """
 
     name: ClassVar[str] = "steil"
-    parameters: ClassVar[tuple[str, ...]] = ("epsilon", "epsilon_per_feature", "bounds", "chunk_length", "window")
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        *ChunkMechanism.parameter_table,
+        Parameter("window", "int", "w, the subsampling window: 1 ≤ w and w divides n.", default=8, check=check_int),
+    )
 
     window: int
     sensitivity: _F64
     noise_scale: _F64
 
-    def __init__(
-        self,
-        *,
-        epsilon: float | None = None,
-        epsilon_per_feature: float | None = None,
-        bounds: BoundsProfile,
-        chunk_length: int,
-        window: int = 8,
-    ) -> None:
-        super().__init__(
-            epsilon=epsilon, epsilon_per_feature=epsilon_per_feature, bounds=bounds, chunk_length=chunk_length
-        )
-        w = check_int("window", window)
+    def _construct(self, checked: dict[str, Any]) -> None:
+        super()._construct(checked)
+        w = checked["window"]
         if w < 1 or self.chunk_length % w:
             raise ValueError(f"window must divide chunk_length {self.chunk_length}, got {w}")
         n_draw = self.chunk_length // w
