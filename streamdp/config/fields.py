@@ -1,0 +1,219 @@
+"""The fields of a session configuration, their defaults, their help and their checks.
+
+:class:`ConfigFields` is the frozen dataclass :class:`~streamdp.config.SessionConfig` builds on:
+one field per value that decides a session's output, each with the help text and option group the
+command line offers it under (:mod:`streamdp.cli.options`), checked when the configuration is made
+(a wrong type raises ``TypeError``, a value out of range or not among the field's choices
+``ValueError``, both naming the field and the value).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from ..kernels.geometry import CAMERA_FOV_DEG
+from ..privacy.accountant import UNITS
+from ..privacy.bounds import WEIGHTS_PROFILES
+from ..privacy.mechanisms import MECHANISMS
+from ..privacy.reach import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
+from ..signals import DEFAULT_SIGNAL, SIGNALS
+from ..stages.events import EventConfig
+
+#: ε of one chunk, all features together, when the configuration gives none
+DEFAULT_EPSILON = 10.0
+#: the most ε one chunk spends by default, all features together, whatever ``epsilon`` allows:
+#: chosen on the synthetic study (docs/evaluation.md) as the smallest round value at which the
+#: released features keep more utility than Bozkir et al.'s Algorithm 1 at ε 2496, while identity
+#: stays at chance. At 200 the formal guarantee alone protects little; the ceiling is what keeps
+#: "ε = 2496" from releasing identity
+DEFAULT_EPSILON_CEILING = 200.0
+#: the shipped allocation used unless the configuration names another (docs/evaluation.md)
+DEFAULT_WEIGHTS = "task"
+
+#: the scene camera when neither the configuration nor the source names one
+DEFAULT_CAMERA = "pupil_core_720p"
+
+_EVENTS = EventConfig()
+#: EventConfig fields that SessionConfig holds under the same name
+EVENT_FIELDS = tuple(f.name for f in fields(EventConfig) if f.name not in ("fov_deg", "blink_source"))
+
+
+def _opt(default: Any, help: str, group: str, **cli: Any) -> Any:
+    """A configuration field with what the CLI needs to offer it as an option."""
+    return field(default=default, metadata={"help": help, "group": group, **cli})
+
+
+@dataclass(frozen=True)
+class ConfigFields:
+    """The fields of :class:`~streamdp.config.SessionConfig` and their checks (see there).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A field of the wrong type or out of range, named with its value.
+    """
+
+    # privacy
+    mechanism: str = _opt("dcfpa", "mechanism", "privacy", choices=tuple(MECHANISMS))
+    epsilon: float | None = _opt(
+        None,
+        f"ε of one chunk, all features together, split by the weights (default {DEFAULT_EPSILON:g})",
+        "privacy",
+    )
+    epsilon_per_feature: float | None = _opt(
+        None, "ε of each feature per chunk instead of a total (the papers' convention)", "privacy"
+    )
+    epsilon_ceiling: float | None = _opt(
+        DEFAULT_EPSILON_CEILING,
+        "most ε one chunk spends, all features together, whatever epsilon allows; the ledger "
+        "charges what is spent (None: no ceiling)",
+        "privacy",
+    )
+    # also a features option: steps are computed at each chunk's deadline
+    chunk_length: int = _opt(64, "steps per chunk, a power of two", "privacy", also=("features",))
+    transform: str | None = _opt(None, "dcfpa/cfpa: transform (default dft)", "privacy", choices=("dft", "dct"))
+    k: int | str | None = _opt(
+        None, "dcfpa/cfpa: coefficients kept, or 'private' (default: the public default)", "privacy"
+    )
+    sensitivity: str | None = _opt(
+        None,
+        "dcfpa/cfpa: sensitivity (default: the mechanism's)",
+        "privacy",
+        choices=("bound", "tight", "reachable"),
+    )
+    level_share: float | None = _opt(None, "dcfpa: share of each feature's ε spent on the chunk's level", "privacy")
+    weights: str = _opt(
+        DEFAULT_WEIGHTS, "how the ε of a chunk is split over the features", "privacy", choices=WEIGHTS_PROFILES
+    )
+    bounds: str | None = _opt(None, "bounds profile, TOML or JSON (default: the shipped profile)", "privacy")
+    unit: str = _opt("chunk", "unit of privacy", "privacy", choices=UNITS)
+    budget: float | None = _opt(None, "ε budget of the w-event or session unit", "privacy")
+    w: int | None = _opt(None, "w of the w-event unit", "privacy")
+    seed: int | None = _opt(
+        None, "noise seed: reproducible, not private (research and tests; default: OS entropy)", "privacy"
+    )
+    identity: str | None = _opt(
+        None,
+        "whose budget this is, e.g. alice@headset1: ε spent is kept on this device across restarts (session/w-event)",
+        "privacy",
+    )
+    ledger_dir: str | None = _opt(
+        None, "folder of the durable ledgers (default ~/.local/state/streamdp/ledgers)", "privacy"
+    )
+    # features
+    signal: str = _opt(
+        DEFAULT_SIGNAL,
+        "input signal: sets the units, diameter unit, I-DT dispersion, large-saccade threshold and "
+        "bounds that are left at their defaults",
+        "features",
+        choices=tuple(SIGNALS),
+    )
+    window: float = _opt(30.0, "window length in s", "features")
+    step: float = _opt(0.5, "step in s (PrivacEye used 1)", "features")
+    camera: str = _opt(
+        "auto",
+        f"scene camera, for its field of view (auto: the source's, else {DEFAULT_CAMERA})",
+        "features",
+        choices=("auto", *sorted(CAMERA_FOV_DEG)),
+    )
+    units: str = _opt(
+        "deg", "signal units of the thresholds: deg (visual angle) or norm", "features", choices=("deg", "norm")
+    )
+    diameter_unit: str = _opt(
+        "auto",
+        "pupil diameter unit (auto: mm where the 3d detector gives it, else px)",
+        "features",
+        choices=("auto", "mm", "px"),
+    )
+    blinks: str = _opt(
+        "confidence",
+        "detect blinks from confidence, or take the source's blink events",
+        "features",
+        choices=("confidence", "given"),
+    )
+    min_confidence: float = _opt(_EVENTS.min_confidence, "samples below it take no part in fixations", "features")
+    max_dispersion: float = _opt(_EVENTS.max_dispersion, "I-DT dispersion threshold (deg or norm)", "features")
+    min_fixation_duration: float = _opt(_EVENTS.min_fixation_duration, "shortest fixation in s", "features")
+    max_fixation_duration: float | None = _opt(None, "longest fixation in s (default: uncut)", "features")
+    max_event_duration: float = _opt(
+        DEFAULT_MAX_EVENT_DURATION,
+        "public block length in s: no event spans a multiple of it (bounds how far one raw sample reaches)",
+        "features",
+    )
+    large_saccade: float = _opt(_EVENTS.large_saccade, "amplitude of a large saccade (deg or norm)", "features")
+    max_sample_gap: float = _opt(_EVENTS.max_sample_gap, "s without a usable sample that end a fixation", "features")
+    max_saccade_interval: float = _opt(
+        _EVENTS.max_saccade_interval, "longest s from one fixation to the next that is a saccade", "features"
+    )
+    blink_filter_length: float = _opt(_EVENTS.blink_filter_length, "blink step filter history in s", "features")
+    blink_onset: float = _opt(_EVENTS.blink_onset, "blink filter onset threshold", "features")
+    blink_offset: float = _opt(_EVENTS.blink_offset, "blink filter offset threshold", "features")
+    min_blink_duration: float = _opt(_EVENTS.min_blink_duration, "shortest blink in s", "features")
+    max_blink_duration: float = _opt(_EVENTS.max_blink_duration, "longest blink in s", "features")
+    # live
+    reorder_window: float = _opt(0.1, "s of live gaze held back to put it in time order", "live")
+    deadline_slack: float = _opt(
+        DEFAULT_DEADLINE_SLACK,
+        "s after a chunk's last step (plus the reorder window) at which it is released; it is computed "
+        "during this hold, so the release time never depends on how long the computation took",
+        "live",
+    )
+
+    def __post_init__(self) -> None:
+        if self.signal in SIGNALS:
+            # a signal sets what the user left at its default (scene-deg's values)
+            defaults = {f.name: f.default for f in fields(self)}
+            for name, value in SIGNALS[self.signal].settings.items():
+                if getattr(self, name) == defaults[name]:
+                    object.__setattr__(self, name, value)
+        for name in ("bounds", "ledger_dir"):
+            if isinstance(getattr(self, name), os.PathLike):
+                object.__setattr__(self, name, os.fspath(getattr(self, name)))
+        if self.epsilon is not None and self.epsilon_per_feature is not None:
+            raise ValueError(
+                f"give epsilon (a chunk's total, {self.epsilon!r}) or epsilon_per_feature "
+                f"({self.epsilon_per_feature!r}), not both"
+            )
+        if self.bounds is not None and not isinstance(self.bounds, str):
+            raise TypeError(f"bounds must be the path of a bounds profile or None, got {self.bounds!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            choices = f.metadata.get("choices")
+            if choices is not None and value is not None and value not in choices:
+                raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+        for name in ("window", "step", "reorder_window", "max_event_duration", "deadline_slack"):
+            _check_real(name, getattr(self, name))
+        for name in ("epsilon", "epsilon_per_feature", "epsilon_ceiling", "level_share", "budget", *EVENT_FIELDS):
+            value = getattr(self, name)
+            if name != "units" and value is not None:
+                _check_real(name, value)
+        for name in ("chunk_length", "w", "seed"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+                raise TypeError(f"{name} must be an int, got {v!r}")
+        if self.k is not None and self.k != "private" and (isinstance(self.k, bool) or not isinstance(self.k, int)):
+            raise TypeError(f"k must be an int or 'private', got {self.k!r}")
+        for name in ("reorder_window", "deadline_slack"):
+            value = getattr(self, name)
+            if value < 0 or not math.isfinite(value):
+                raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
+        if self.epsilon_ceiling is not None and not self.epsilon_ceiling > 0:
+            raise ValueError(f"epsilon_ceiling must be > 0 (or None: no ceiling), got {self.epsilon_ceiling!r}")
+        if not (self.max_event_duration > 0 and math.isfinite(self.max_event_duration)):
+            raise ValueError(f"max_event_duration must be finite and > 0, got {self.max_event_duration!r}")
+
+    def describe(self) -> dict[str, Any]:
+        """Every field as plain values (for ledgers and summaries); :meth:`from_mapping` reads it back."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _check_real(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be finite, got {value!r}")

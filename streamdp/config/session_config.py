@@ -1,0 +1,162 @@
+"""SessionConfig, the only factory of a pipeline: the fields (:mod:`.fields`) and their files
+(:mod:`.toml_files`), and everything built from them, the parts (the event detector's thresholds,
+the windows, the unit of privacy, the bounds, the mechanism) and the pipelines.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..kernels.geometry import CAMERA_FOV_DEG
+from ..pipeline import ChunkPrivatizer, FeaturePipeline, PrivatePipeline
+from ..privacy.accountant import PrivacyUnit
+from ..privacy.bounds import BoundsProfile, default_profile, weights_profile
+from ..privacy.mechanisms import Mechanism, make_mechanism
+from ..privacy.noise import secure_generator
+from ..privacy.randomness import RandomSource
+from ..signals import DEFAULT_SIGNAL, SIGNALS
+from ..stages.events import EventConfig
+from ..stages.features import WindowConfig
+from .fields import DEFAULT_CAMERA, DEFAULT_EPSILON, DEFAULT_WEIGHTS, EVENT_FIELDS
+from .toml_files import ConfigFiles
+
+
+@dataclass(frozen=True)
+class SessionConfig(ConfigFiles):
+    """Everything that decides a session's output.
+
+    Build one from keywords, from plain values (:meth:`from_mapping`: a dict, the ``config`` of a
+    ``replay.json``) or from a TOML file (:meth:`from_toml`; :meth:`to_toml` writes one).
+
+    Raises
+    ------
+    TypeError, ValueError
+        From the constructor: a field of the wrong type or out of range, named with its value;
+        from :meth:`check` also anything the mechanism, the unit or the bounds refuse.
+
+    Examples
+    --------
+    >>> cfg = SessionConfig(mechanism="dcfpa", epsilon=2.0, chunk_length=32)
+    >>> d = cfg.mechanism_instance().describe()
+    >>> d["epsilon"], round(d["epsilon_per_feature"], 4), cfg.event_config().fov_deg
+    (2.0, 0.0769, (99.0, 53.0))
+    >>> SessionConfig(mechanism="lpa", k=3).check()
+    Traceback (most recent call last):
+    ...
+    TypeError: lpa does not take parameter 'k'
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # the cheap parts validate now; the mechanism (maybe costly) in check()
+        self.window_config()
+        self.event_config()
+        self.privacy_unit()
+
+    def camera_for(self, source_camera: str | None = None) -> str:
+        """The scene camera: the configured one, else the source's, else the default."""
+        if self.camera != "auto":
+            return self.camera
+        return source_camera if source_camera in CAMERA_FOV_DEG else DEFAULT_CAMERA
+
+    def event_config(self, source_camera: str | None = None) -> EventConfig:
+        """The detector's thresholds: every :class:`EventConfig` field is a field of this
+        configuration by the same name, but the camera (→ ``fov_deg``), ``blinks`` (→
+        ``blink_source``)."""
+        same = {name: getattr(self, name) for name in EVENT_FIELDS}
+        return EventConfig(
+            fov_deg=CAMERA_FOV_DEG[self.camera_for(source_camera)],
+            blink_source=self.blinks,  # type: ignore[arg-type]
+            **same,
+        )
+
+    def window_config(self) -> WindowConfig:
+        """The windows on the public schedule: a chunk is computed when the ordered gaze passes
+        its last step (the live session then holds it ``deadline_slack`` s before it publishes),
+        so that local feature rows equal what the private pipeline sanitizes."""
+        return WindowConfig(self.window, self.step, self.max_event_duration, self.chunk_length, 0.0)
+
+    def privacy_unit(self) -> PrivacyUnit:
+        return PrivacyUnit(self.unit, w=self.w, budget=self.budget, identity=self.identity, ledger_dir=self.ledger_dir)
+
+    def bounds_profile(self) -> BoundsProfile:
+        """The bounds (the shipped profile or the configured file) with the configured weights;
+        a file's own per-feature weights are kept when ``weights`` is the default."""
+        return _bounds(self.bounds, self.signal, self.weights)
+
+    def mechanism_params(self) -> dict[str, Any]:
+        """The mechanism parameters a user set: the others keep the mechanism's defaults, and a
+        parameter the mechanism does not take is refused by it, never dropped."""
+        params: dict[str, Any] = {"chunk_length": self.chunk_length}
+        ceiling = math.inf if self.epsilon_ceiling is None else float(self.epsilon_ceiling)
+        if self.epsilon_per_feature is not None:
+            released = int(self.bounds_profile().released.sum())
+            params["epsilon_per_feature"] = min(self.epsilon_per_feature, ceiling / max(released, 1))
+        else:
+            params["epsilon"] = min(DEFAULT_EPSILON if self.epsilon is None else self.epsilon, ceiling)
+        for name in ("transform", "k", "sensitivity", "level_share"):
+            if getattr(self, name) is not None:
+                params[name] = getattr(self, name)
+        return params
+
+    def mechanism_instance(self) -> Mechanism:
+        """The mechanism (built once per configuration: mechanisms are immutable).
+
+        Raises
+        ------
+        TypeError, ValueError
+            A parameter the mechanism refuses, named with its value.
+        """
+        return _mechanism(self)
+
+    def check(self) -> SessionConfig:
+        """Build everything once, so that bad options fail before any socket or file exists."""
+        self.mechanism_instance()
+        return self
+
+    def rng(self, seed: int | None = None) -> RandomSource:
+        """The noise's random source: bits from the OS CSPRNG when neither ``seed`` nor the
+        configured seed is set; else a seeded source, reproducible and not private."""
+        return secure_generator(self.seed if seed is None else seed)
+
+    def feature_pipeline(self, source_camera: str | None = None) -> FeaturePipeline:
+        """Gaze → feature rows (for the explicit, local, unsanitized ``features`` output)."""
+        return FeaturePipeline(self.event_config(source_camera), self.window_config())
+
+    def private_pipeline(self, seed: int | None = None, source_camera: str | None = None) -> PrivatePipeline:
+        """Gaze → sanitized releases, with the generator of :meth:`rng`."""
+        return PrivatePipeline(
+            self.mechanism_instance(),
+            unit=self.privacy_unit(),
+            rng=self.rng(seed),
+            events=self.event_config(source_camera),
+            window=self.window_config(),
+        )
+
+    def chunk_privatizer(self, seed: int | None = None) -> ChunkPrivatizer:
+        """Feature rows → sanitized releases (rows computed once, sanitized many ways)."""
+        return ChunkPrivatizer(
+            self.mechanism_instance(),
+            self.privacy_unit(),
+            self.rng(seed),
+            self.window_config(),
+            max_saccade_interval=self.max_saccade_interval,
+        )
+
+
+@lru_cache(maxsize=16)
+def _bounds(path: str | None, signal: str, weights: str) -> BoundsProfile:
+    if not path and signal == DEFAULT_SIGNAL:
+        return default_profile(weights)
+    profile = BoundsProfile.load(path) if path else SIGNALS[signal].bounds_profile()
+    if path and weights == DEFAULT_WEIGHTS:
+        return profile  # a profile file's own weights
+    return profile if weights == "equal" else profile.with_weights(weights_profile(weights), weights)
+
+
+@lru_cache(maxsize=32)
+def _mechanism(config: SessionConfig) -> Mechanism:
+    return make_mechanism(config.mechanism, bounds=config.bounds_profile(), **config.mechanism_params())
