@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from streamdp import EventConfig, EventDetector
-from streamdp.evaluation.agreement import interval_agreement
 from streamdp.events import EventBatch
 from streamdp.privacy.reach import DEFAULT_MAX_EVENT_DURATION
 from streamdp.readers import read_blinks_csv, read_fixations_csv, read_recording
 from streamdp.synthetic import generate
 
 from .conftest import shared
+from .interval_agreement import interval_agreement
 
 
 def _detect(gaze, config=None) -> EventBatch:

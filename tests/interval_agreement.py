@@ -1,4 +1,9 @@
-"""Agreement between two sets of intervals (detected vs. reference events)."""
+"""Agreement between two sets of intervals: detected events against reference events.
+
+The tests' measuring tool (tests/test_event_agreement.py, whose figures docs/events.md reports):
+the package releases events, it never has reference events to compare them with, so the tool
+lives with the tests that use it.
+"""
 
 from __future__ import annotations
 

@@ -1,1 +1,0 @@
-"""Evaluation helpers: agreement of detected events with reference events."""
