@@ -6,7 +6,10 @@ functions runs, so the relay and the Capture plugin never load it.
 Columns:
 
 - gaze: ``t, x, y, confidence, diameter, eye_id, valid`` (:data:`GAZE_COLUMNS`); the diameter unit
-  and the source's name travel in ``DataFrame.attrs``;
+  and the source's name travel in ``DataFrame.attrs``. The gaze conversions are
+  :class:`~streamdp.gaze.GazeBatch`'s own ``to_pandas``/``from_pandas`` (on
+  :mod:`streamdp.frame_columns`), which the functions here call: this module imports
+  :mod:`streamdp.gaze`, never the other way round;
 - feature rows: ``t`` and the 52 features in schema order (:data:`streamdp.schema.FEATURE_NAMES`);
 - releases: ``chunk_index``, ``t`` and the 52 features, one row per step.
 
@@ -17,13 +20,13 @@ Releases do not come back from a DataFrame: only the privatizer makes one (see
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
 
 from .errors import InputError
-from .gaze import DiameterUnit, GazeBatch
+from .frame_columns import GAZE_COLUMNS, check_frame, numeric_column, pandas_module, require_columns
+from .gaze import GazeBatch
 from .schema import FEATURE_NAMES
 
 if TYPE_CHECKING:
@@ -31,50 +34,6 @@ if TYPE_CHECKING:
 
     from .privacy.release import PrivateRelease
     from .stages.features import FeatureRows
-
-#: gaze columns in order; ``t``, ``x`` and ``y`` are required, the others optional
-GAZE_COLUMNS = ("t", "x", "y", "confidence", "diameter", "eye_id", "valid")
-_GAZE_REQUIRED = ("t", "x", "y")
-
-
-def _pandas() -> Any:
-    try:
-        import pandas
-    except ImportError:
-        raise ImportError("DataFrames need the optional extra: pip install 'streamdp[pandas]'") from None
-    return pandas
-
-
-def _check_frame(df: object, what: str) -> pd.DataFrame:
-    pd = _pandas()
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{what} must be a pandas DataFrame, got {type(df).__name__}")
-    return df
-
-
-def _require(df: pd.DataFrame, needed: Iterable[str], what: str) -> None:
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        shown = ", ".join(repr(c) for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise InputError(f"{what}: the DataFrame has no column {shown}")
-
-
-def _numbers(df: pd.DataFrame, column: str, what: str, dtype: type = np.float64) -> NDArray[Any]:
-    """A column as ``dtype``; an integer or boolean column must hold exactly such values (a NaN
-    would otherwise become an arbitrary integer, or True)."""
-    try:
-        values = np.ascontiguousarray(df[column].to_numpy(dtype=np.float64))
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{what}: column {column!r} does not hold numbers ({exc})") from None
-    if dtype is np.float64:
-        return values
-    allowed = np.isin(values, (0.0, 1.0)) if dtype is np.bool_ else (values == np.rint(values)) & (np.abs(values) < 128)
-    if not allowed.all():
-        row = int(np.flatnonzero(~allowed)[0])
-        kind = "True/False" if dtype is np.bool_ else "a small integer"
-        raise InputError(f"{what}: column {column!r} at row {row} is {float(values[row])!r}, not {kind}")
-    return values.astype(dtype)
-
 
 def gaze_to_pandas(batch: GazeBatch) -> pd.DataFrame:
     """A gaze batch as a DataFrame of :data:`GAZE_COLUMNS`, its diameter unit and source in
@@ -95,9 +54,7 @@ def gaze_to_pandas(batch: GazeBatch) -> pd.DataFrame:
     """
     if not isinstance(batch, GazeBatch):
         raise TypeError(f"batch must be a GazeBatch, got {type(batch).__name__}")
-    df = _pandas().DataFrame({name: getattr(batch, name) for name in GAZE_COLUMNS})
-    df.attrs.update(diameter_unit=batch.diameter_unit, source=batch.source)
-    return df
+    return batch.to_pandas()
 
 
 def gaze_from_pandas(df: pd.DataFrame, *, diameter_unit: str | None = None, source: str | None = None) -> GazeBatch:
@@ -136,37 +93,7 @@ def gaze_from_pandas(df: pd.DataFrame, *, diameter_unit: str | None = None, sour
     ...
     streamdp.errors.InputError: gaze: the DataFrame has no column 'y'
     """
-    df = _check_frame(df, "df")
-    what = "gaze"
-    _require(df, _GAZE_REQUIRED, what)
-    unknown = [str(c) for c in df.columns if c not in GAZE_COLUMNS]
-    if unknown:
-        raise InputError(
-            f"{what}: unknown column {', '.join(map(repr, unknown))} (gaze columns are {', '.join(GAZE_COLUMNS)}; "
-            "select them first)"
-        )
-    unit = diameter_unit if diameter_unit is not None else df.attrs.get("diameter_unit")
-    diameter = _numbers(df, "diameter", what) if "diameter" in df.columns else None
-    if unit is None:
-        if diameter is not None and np.isfinite(diameter).any():
-            raise InputError(f"{what}: the diameter column's unit is unknown: pass diameter_unit='mm' or 'px'")
-        unit = "none"
-    if unit not in ("mm", "px", "none"):
-        raise InputError(f"{what}: diameter_unit must be 'mm', 'px' or 'none', got {unit!r}")
-    optional: dict[str, NDArray[Any] | None] = {
-        "confidence": _numbers(df, "confidence", what) if "confidence" in df.columns else None,
-        "eye_id": _numbers(df, "eye_id", what, np.int8) if "eye_id" in df.columns else None,
-        "valid": _numbers(df, "valid", what, np.bool_) if "valid" in df.columns else None,
-    }
-    return GazeBatch.from_arrays(
-        t=_numbers(df, "t", what),
-        x=_numbers(df, "x", what),
-        y=_numbers(df, "y", what),
-        diameter=diameter,
-        diameter_unit=cast(DiameterUnit, unit),
-        source=source if source is not None else str(df.attrs.get("source", "DataFrame")),
-        **optional,
-    )
+    return GazeBatch.from_pandas(df, diameter_unit=diameter_unit, source=source)
 
 
 def rows_to_pandas(rows: FeatureRows) -> pd.DataFrame:
@@ -183,7 +110,7 @@ def rows_to_pandas(rows: FeatureRows) -> pd.DataFrame:
 
     if not isinstance(rows, FeatureRows):
         raise TypeError(f"rows must be FeatureRows, got {type(rows).__name__}")
-    pd = _pandas()
+    pd = pandas_module()
     df = pd.DataFrame(np.array(rows.values, dtype=np.float64), columns=list(FEATURE_NAMES))
     df.insert(0, "t", np.array(rows.t, dtype=np.float64))
     return df
@@ -204,11 +131,11 @@ def rows_from_pandas(df: pd.DataFrame) -> FeatureRows:
     """
     from .stages.features import FeatureRows
 
-    df = _check_frame(df, "df")
+    df = check_frame(df, "df")
     what = "feature rows"
-    _require(df, ("t", *FEATURE_NAMES), what)
-    t = _numbers(df, "t", what)
-    values = np.column_stack([_numbers(df, name, what) for name in FEATURE_NAMES]) if len(df) else None
+    require_columns(df, ("t", *FEATURE_NAMES), what)
+    t = numeric_column(df, "t", what)
+    values = np.column_stack([numeric_column(df, name, what) for name in FEATURE_NAMES]) if len(df) else None
     if not np.isfinite(t).all():
         raise InputError(f"{what}: t at row {int(np.flatnonzero(~np.isfinite(t))[0])} is not finite")
     if t.size > 1 and not (np.diff(t) > 0).all():
@@ -237,7 +164,7 @@ def releases_to_pandas(releases: Iterable[PrivateRelease]) -> pd.DataFrame:
     """
     from .privacy.release import PrivateRelease
 
-    pd = _pandas()
+    pd = pandas_module()
     items = list(releases)
     for i, rel in enumerate(items):
         if not isinstance(rel, PrivateRelease):
@@ -252,3 +179,13 @@ def releases_to_pandas(releases: Iterable[PrivateRelease]) -> pd.DataFrame:
     index = [np.full(len(r.t), int(r.ledger["chunk_index"]), dtype=np.int64) for r in items]
     df.insert(0, "chunk_index", np.concatenate(index) if items else np.empty(0, dtype=np.int64))
     return df
+
+
+__all__ = [
+    "GAZE_COLUMNS",
+    "gaze_from_pandas",
+    "gaze_to_pandas",
+    "releases_to_pandas",
+    "rows_from_pandas",
+    "rows_to_pandas",
+]

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import InputError
+from .frame_columns import GAZE_COLUMNS, gaze_columns, gaze_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -165,11 +166,10 @@ class GazeBatch:
         return int(self.t.shape[0])
 
     def to_pandas(self) -> pd.DataFrame:
-        """The batch as a DataFrame (:func:`streamdp.frames.gaze_to_pandas`; needs the ``pandas``
-        extra)."""
-        from .frames import gaze_to_pandas
-
-        return gaze_to_pandas(self)
+        """The batch as a DataFrame of :data:`~streamdp.frame_columns.GAZE_COLUMNS`, the diameter
+        unit and source in ``attrs`` (also :func:`streamdp.frames.gaze_to_pandas`; needs the
+        ``pandas`` extra)."""
+        return gaze_frame({name: getattr(self, name) for name in GAZE_COLUMNS}, self.diameter_unit, self.source)
 
     @classmethod
     def from_pandas(cls, df: pd.DataFrame, *, diameter_unit: str | None = None, source: str | None = None) -> GazeBatch:
@@ -181,9 +181,7 @@ class GazeBatch:
         InputError
             A missing, unknown or non-numeric column, named.
         """
-        from .frames import gaze_from_pandas
-
-        return gaze_from_pandas(df, diameter_unit=diameter_unit, source=source)
+        return cls.from_arrays(**gaze_columns(df, diameter_unit=diameter_unit, source=source))
 
     @property
     def duration(self) -> float:
