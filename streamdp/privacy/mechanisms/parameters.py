@@ -170,7 +170,7 @@ def takes_parameters_of(cls: type) -> Callable[[_F], _F]:
 BOUNDS = Parameter(
     "bounds",
     "BoundsProfile",
-    "The public bounds (and the features' weights); the input is clipped to them before any noise.",
+    "The public bounds (and the features' weights); the input is mapped into them before any noise.",
     check=lambda name, value: check_bounds(value),
 )
 
