@@ -83,10 +83,11 @@ def test_the_installed_plugin_releases_with_the_oldest_numpy_and_nothing_else(ol
     assert report["timestamps"] == here["timestamps"]
 
 
-#: the relay's core on that Python: a live session publishing through ZeroMQ to a subscriber
+#: the relay's core on that Python: a live session (``argv[1]``: its settings, JSON) publishing
+#: through ZeroMQ to a subscriber, every module in ``argv[2:]`` blocked
 CORE = """
-import sys
-sys.meta_path.insert(0, __import__("load_installed").Blocked(sys.argv[1:]))
+import json, sys
+sys.meta_path.insert(0, __import__("load_installed").Blocked(sys.argv[2:]))
 import msgpack, numpy as np, zmq
 from streamdp.config import SessionConfig
 from streamdp.gaze import GazeColumns
@@ -97,7 +98,7 @@ from streamdp.session import Session
 sink = ReleasePublisher("tcp://127.0.0.1:0")
 sub = connect_subscriber(sink.endpoint)
 assert sink.wait_for_subscribers(1, timeout=10.0)
-session = Session(SessionConfig(chunk_length=8, window=4.0, step=0.5), sinks=[sink])
+session = Session(SessionConfig(window=4.0, step=0.5, **json.loads(sys.argv[1])), sinks=[sink])
 rng = np.random.default_rng(1)
 t = 1000.0 + np.arange(12_000) / 120.0
 xy = rng.uniform(0.3, 0.7, (t.size // 30 + 1, 2))[np.arange(t.size) // 30]
@@ -116,17 +117,31 @@ while poller.poll(2000):
     got.append(msgpack.unpackb(payload, raw=False))
 sub.close(linger=0)
 sink.close()
-import json
-print(json.dumps([len(got), list(np.asarray(got[0]["values"]).shape), session.counters.released]))
+solvers = sorted({m.split(".")[1] for m in sys.modules if m.startswith("scipy.") and m.split(".")[1] in
+                  ("linalg", "optimize", "sparse", "spatial", "stats", "signal")})
+print(json.dumps([len(got), list(np.asarray(got[0]["values"]).shape), session.counters.released, solvers]))
 """
 
 
-def test_the_relay_core_publishes_with_the_oldest_numpy_and_nothing_else(oldest):
+@pytest.mark.parametrize(
+    ("settings", "solvers"),
+    [
+        ({"chunk_length": 8}, []),
+        # scipy.fft of scipy < 1.17 imports scipy.linalg itself (and 1.9.2's linalg scipy.sparse;
+        # 1.9.2 to 1.16.3 do, 1.17.0 does not): a DCT session's footprint without solvers
+        # (tests/test_relay_imports.py) needs scipy 1.17; the default DFT session needs no scipy
+        ({"chunk_length": 32, "transform": "dct", "k": 3}, ["linalg", "sparse"]),
+    ],
+    ids=["default-dft", "dct"],
+)
+def test_the_relay_core_publishes_with_the_oldest_numpy_and_nothing_else(oldest, settings, solvers):
     blocked = _not_bundled(oldest)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(LOADER.parent)])}
     out = subprocess.run(
-        [oldest, "-W", "error", "-c", CORE, *blocked], capture_output=True, text=True, timeout=300, env=env, cwd=REPO
+        [oldest, "-W", "error", "-c", CORE, json.dumps(settings), *blocked],
+        capture_output=True, text=True, timeout=300, env=env, cwd=REPO,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    received, shape, released = json.loads(out.stdout.splitlines()[-1])
-    assert received == released >= 10 and shape == [8, 52]
+    received, shape, released, loaded = json.loads(out.stdout.splitlines()[-1])
+    assert received == released >= 3 and shape == [settings["chunk_length"], 52]
+    assert loaded == solvers
