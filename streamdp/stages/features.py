@@ -19,10 +19,11 @@ Rules, decided once and documented here:
 
 Counts come from integer prefix sums and binary searches, maxima from monotone queues, wordbooks
 from integer counters updated as events enter and leave: O(1) amortised per step. Means and
-variances are summed over each window's own events (vectorised over steps, O(events in the
-window) per step), never from float running sums: those carry the rounding of every earlier event
-into every later window, and one raw sample would then change bits far beyond the reach the
-ledger states (:mod:`streamdp.privacy.reach`).
+variances are merged from parts of the window cut at public group boundaries, each part from its
+own events (:mod:`._window_stats`: O(events per group + window / group) per step), never from float
+running sums: those carry the rounding of every earlier event into every later window, and one
+raw sample would then change bits far beyond the reach the ledger states
+(:mod:`streamdp.privacy.reach`).
 """
 
 from __future__ import annotations
