@@ -225,3 +225,27 @@ def test_a_feature_of_weight_0_that_varies_with_the_data_fails(register):
     report = audit_mechanism(mech, **FAST)
     assert report.verdict == "fail"
     assert report.scale_epsilon == float("inf") or report.epsilon_lower_bound > report.epsilon_claimed
+
+
+class DCFPASelectionAtTwiceItsShare(DCFPA):
+    """The private choice of k spends twice the share of ε the ledger states for it."""
+
+    def _choose_k(self, v, rng):
+        from streamdp.privacy.selection import exponential_select
+
+        eps_k = 2.0 * self._noise_epsilons * self.k_epsilon_share
+        chosen = exponential_select(rng, self._k_utility(v), sensitivity=self.delta2, epsilon=eps_k)
+        return np.asarray(self.k_candidates[chosen], dtype=np.int64)
+
+
+def test_a_private_k_at_twice_its_share_fails_the_selection_check(register):
+    mech = register(DCFPASelectionAtTwiceItsShare)(**_args(DCFPASelectionAtTwiceItsShare, k="private"))
+    report = audit_mechanism(mech, **FAST)
+    assert report.selection_rho is not None and report.selection_rho > 1.5
+    assert not report.selection_passed and report.verdict == "fail"
+
+
+def test_a_correct_private_k_passes_the_selection_check():
+    report = audit_mechanism(_dcfpa(k="private"), **FAST)
+    assert report.selection_rho is not None and 0.9 < report.selection_rho < 1.1
+    assert report.selection_passed
