@@ -54,8 +54,9 @@ def window_mean_var(
     tail_start = np.where(split, np.searchsorted(end, g2 * group, side="right"), hi)
     whole = np.where(split, g2 - g1, 0)  # whole groups g1 .. g2-1 in each window
     n_whole = int(np.max(whole, initial=0))
-    first = int(np.min(g1[split], initial=0))
-    last = int(np.max(g2[split], initial=0))
+    # the boundaries the windows split at, not from 0: times may be Unix seconds (Neon)
+    first = int(np.min(g1[split])) if split.any() else 0
+    last = int(np.max(g2[split])) if split.any() else 0
     # bounds[i]: the events ending at or before boundary first + i (the same products as above)
     bounds = np.searchsorted(end, np.arange(first, last + 1) * group, side="right")
     size = end.shape[0]
