@@ -172,8 +172,8 @@ def _verdict(findings: list[Finding], exposed_ports: list[int]) -> tuple[str, in
     unknown = [f for f in findings if f.status == "unknown"]
     if exposed or seeded:
         reasons = [f"reachable beyond loopback: {', '.join(exposed)}"] if exposed else []
-        reasons += ["noise is seeded (reproducible)"] if seeded else []
-        close = " (the firewall commands below close Capture's ports)" if exposed_ports else ""
+        reasons += ["noise is seeded: reproducible, not private"] if seeded else []
+        close = "; the firewall commands streamdp doctor prints close Capture's ports" if exposed_ports else ""
         return f"NOT private: {'; '.join(reasons)}{close}", EXIT_RAW_REACHABLE
     if unknown:
         return f"could not check: {unknown[0].subject}: {unknown[0].text}", EXIT_UNCHECKED
