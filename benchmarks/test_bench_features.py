@@ -4,6 +4,9 @@ the reference implementation, on the same events)."""
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pytest
 
 from streamdp import FeaturePipeline, WindowFeatures
@@ -47,3 +50,23 @@ def test_window_features_full_window_recompute(benchmark, hour_of_events):
         lambda: reference_features(events, start, last, 30.0, 0.5), rounds=1, iterations=1
     )
     assert values.shape[1] == 52 and values.shape[0] >= 7130  # every grid step of the hour
+
+
+@pytest.fixture(scope="module")
+def live_event_batches(hour_of_gaze):
+    """The first 15 min of the hour as a live stream: the detector's output per 2 s of gaze."""
+    gaze = hour_of_gaze.gaze
+    det = FeaturePipeline().detector
+    edges = np.searchsorted(gaze.t, np.arange(gaze.t[0], gaze.t[0] + 902.0, 2.0)).tolist()
+    return [det.update(gaze.slice(a, b)) for a, b in itertools.pairwise(edges) if b > a]
+
+
+def test_window_features_live_2s_batches(benchmark, live_event_batches):
+    """The window features as the relay runs them: a call per 2 s of gaze (4 steps)."""
+    benchmark.extra_info["batches"] = len(live_event_batches)
+
+    def live():
+        features = WindowFeatures()
+        return sum(len(features.update(batch)) for batch in live_event_batches)
+
+    assert benchmark.pedantic(live, rounds=3, iterations=1) >= 1700
