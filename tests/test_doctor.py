@@ -281,3 +281,28 @@ def test_check_deployment_parameters_are_checked(kwargs, error):
 def test_check_ports_parameters_are_checked(ports, kwargs, error):
     with pytest.raises(error, match=r"raw_ports|curve|seeded"):
         check_ports(ports, **kwargs)
+
+
+_TCP_HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+_TCP6_HEADER = (
+    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr "
+    "tm->when retrnsmt   uid  timeout inode\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("closed4", "closed6", "code"),
+    [
+        pytest.param(((50070, 50070),), (), EXIT_RAW_REACHABLE, id="ipv4-rule-only"),
+        pytest.param((), ((50070, 50070),), EXIT_RAW_REACHABLE, id="ipv6-rule-only"),
+        pytest.param(((50070, 50070),), ((50070, 50070),), EXIT_PRIVATE, id="both-families"),
+    ],
+)
+def test_an_ipv6_wildcard_takes_ipv4_too_so_both_families_must_be_closed(tmp_path, closed4, closed6, code):
+    """Linux's default bindv6only=0: a socket on :: also answers IPv4 (and macOS's tcp46)."""
+    (tmp_path / "tcp").write_text(_TCP_HEADER)
+    row = "   0: " + "0" * 32 + f":{50070:04X} " + "0" * 32 + ":0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n"
+    (tmp_path / "tcp6").write_text(_TCP6_HEADER + row)
+    firewall = FirewallReading(closed4, closed6, "test rules")
+    report = check_ports({"Pupil Remote": 50070}, platform="linux", proc_net=tmp_path, firewall=firewall)
+    assert report.exit_code == code, report.lines()

@@ -143,3 +143,19 @@ def test_bad_arguments_are_refused_by_name(kwargs, error, match):
     utility = args.pop("utility")
     with pytest.raises(error, match=match):
         exponential_select(rng, utility, **args)
+
+
+def test_a_feature_of_weight_0_has_a_public_k():
+    """A dropped feature's values are a public constant: its k must not come from its data."""
+    bounds = default_profile("task")
+    dropped = ~bounds.released
+    assert dropped.any()
+    m = make_mechanism("dcfpa", epsilon=52.0, bounds=bounds, chunk_length=16, k="private")
+    rng = np.random.default_rng(4)
+    ks = []
+    for seed in range(40):
+        x = bounds.lo + rng.uniform(0, 1, (16, 52)) * bounds.width
+        ks.append(m.privatize(x, SeededRandomSource(seed)).k)
+    ks = np.array(ks)
+    assert np.all(ks[:, dropped] == m.k_candidates[0])
+    assert len(np.unique(ks[:, bounds.released])) > 1  # the released ones are chosen (the test can fail)

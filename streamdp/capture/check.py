@@ -24,12 +24,14 @@ def _url_port(url: object) -> int | None:
 
 def capture_ports(g_pool: Any) -> dict[str, int]:
     """Capture's ports that carry raw gaze or command Capture, by the doctor's names
-    (``Pupil Remote``, ``SUB_PORT``, ``PUB_PORT``); a port Capture does not have is left out."""
+    (``Pupil Remote``, ``SUB_PORT``, ``PUB_PORT``, ``PUSH_PORT``); a port Capture does not have is
+    left out."""
     ports: dict[str, int] = {}
     remote = pupil_remote_port(getattr(g_pool, "plugins", None) or (), getattr(g_pool, "preferred_remote_port", None))
     if remote is not None:
         ports["Pupil Remote"] = int(remote)
-    for name, attribute in (("SUB_PORT", "ipc_sub_url"), ("PUB_PORT", "ipc_pub_url")):
+    # main.py binds all three on tcp://*:*; Pupil Remote reports only SUB and PUB
+    for name, attribute in (("SUB_PORT", "ipc_sub_url"), ("PUB_PORT", "ipc_pub_url"), ("PUSH_PORT", "ipc_push_url")):
         port = _url_port(getattr(g_pool, attribute, None))
         if port is not None:
             ports[name] = port

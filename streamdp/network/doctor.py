@@ -52,7 +52,20 @@ ROLES = {
     "Pupil Remote": "answers SUB_PORT to anyone and commands Capture (recording, plugins, its own address)",
     "SUB_PORT": "Capture's backbone (XPUB): raw gaze to any subscriber",
     "PUB_PORT": "Capture's backbone (XSUB): anyone may publish into Capture (start_plugin, recording)",
+    "PUSH_PORT": "Capture's backbone (PULL): anyone may push notifications into Capture (start_plugin, recording)",
 }
+
+
+def _closed(reading: FirewallReading, port: int, address: str) -> bool:
+    """Whether the rules read back drop other hosts on ``port`` at ``address``: an IPv6 wildcard
+    also takes IPv4 (Linux's default bindv6only=0, macOS tcp46), so both families must be closed;
+    an IPv4-mapped address is IPv4."""
+    bare = address.strip("[]").lower()
+    if bare == "::":
+        return reading.closes(port, ipv6=True) and reading.closes(port, ipv6=False)
+    if bare.startswith("::ffff:"):
+        return reading.closes(port, ipv6=False)
+    return reading.closes(port, ipv6=":" in bare)
 
 
 def _where(sockets: list[ListeningSocket]) -> str:
@@ -74,7 +87,7 @@ def _raw_port_finding(
     if not beyond:
         return Finding(subject, "ok", f"listens on loopback only ({', '.join(s.address for s in bound)})")
     reading = firewall()
-    if all(reading.closes(port, ipv6=":" in s.address) for s in beyond):
+    if all(_closed(reading, port, s.address) for s in beyond):
         return Finding(subject, "ok", f"listens on {_where(beyond)}; other hosts dropped by {reading.source}")
     why = reading.problem or f"no rule of {reading.source or 'the firewall'} drops it"
     role = ROLES.get(name, "carries raw gaze")

@@ -9,10 +9,12 @@ mechanism ``P(j) ∝ exp(ε'·ũ_j/(2Δ'))`` with
   (clipping is 1-Lipschitz, rounding moves a value by at most ``g/2``; dividing by a power of two
   is exact in floating point);
 - ``Δ' = Δ + 2g``: one ``g`` for the rounding of the two neighbours, one for the floating-point
-  rounding of the utility's own computation (the caller's sums and products, far below ``g/2``
-  for utilities within ``2⁴⁰·g``);
+  rounding of the utility's own computation, which the caller must keep below ``g/2 ≈ 2⁻²²·Δ``
+  (the Fourier mechanisms centre the chunk first, so their residual norm does not cancel);
 - ``ε' ≤ ε``: ``ε'·g/(2Δ')`` is ``ε·g/(2Δ')`` rounded down to a dyadic rational ``a/2ᴮ`` with 21
-  significant bits, so the spend never exceeds ε (at most ``2⁻²⁰`` of it is left unspent).
+  significant bits, so the spend never exceeds ε (at most ``2⁻²⁰`` of it is left unspent while
+  that coefficient lies in ``[2⁻⁴¹, 2²⁰]``; beyond, the choice is flatter than asked, never
+  sharper).
 
 Why exact: a float sample (Gumbel noise through ``log``, then an argmax) decides the choice by
 comparing floats whose low bits depend on the CPU's SIMD code path and on the input's low-order

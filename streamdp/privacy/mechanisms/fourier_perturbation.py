@@ -257,8 +257,11 @@ class FourierPerturbation(ChunkMechanism):
     def _k_utility(self, v: _F64) -> _F64:
         """The utility of every candidate k (rows) per feature: −(residual L2 norm + expected
         noise L2 norm). Each entry moves by at most Δ₂ between neighbours (the truncation is an
-        orthogonal projection; the noise term is public)."""
+        orthogonal projection; the noise term is public). The kept coefficients include the
+        constant, so centring ``v`` leaves the residual as it is and keeps ``total − kept`` from
+        cancelling on a large level: its rounding stays far below the selection's grid."""
         t = self._transform
+        v = v - v.mean(axis=0)
         total = np.sum(v * v, axis=0)
         kept = t.kept_energy(v, self.k_candidates.size)
         noise_energy = t.noise_energy(self.noise_scales, self.k_candidates)
@@ -285,7 +288,8 @@ class FourierPerturbation(ChunkMechanism):
         t = self._transform
         n_feat = xh.shape[1]
         if self.k_private:
-            ks = self._choose_k(self._vector(xh), rng)
+            # a feature of weight 0 is released as a public constant: so is its k
+            ks = np.where(self.bounds.released, self._choose_k(self._vector(xh), rng), self.k_candidates[0])
             scale = self.noise_scales[ks - 1, np.arange(n_feat)]
             mask: NDArray[np.bool_] | None = self._row_mask(t.release_mask(ks))
         else:
