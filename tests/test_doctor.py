@@ -301,7 +301,8 @@ _TCP6_HEADER = (
 def test_an_ipv6_wildcard_takes_ipv4_too_so_both_families_must_be_closed(tmp_path, closed4, closed6, code):
     """Linux's default bindv6only=0: a socket on :: also answers IPv4 (and macOS's tcp46)."""
     (tmp_path / "tcp").write_text(_TCP_HEADER)
-    row = "   0: " + "0" * 32 + f":{50070:04X} " + "0" * 32 + ":0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n"
+    wildcard = "0" * 32
+    row = f"   0: {wildcard}:{50070:04X} {wildcard}:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n"
     (tmp_path / "tcp6").write_text(_TCP6_HEADER + row)
     firewall = FirewallReading(closed4, closed6, "test rules")
     report = check_ports({"Pupil Remote": 50070}, platform="linux", proc_net=tmp_path, firewall=firewall)
