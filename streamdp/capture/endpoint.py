@@ -23,15 +23,9 @@ import zmq
 
 from ..checks import check_seconds
 from ..errors import InputError
-from ..network.sink import (
-    DEFAULT_STATUS_ENDPOINT,
-    CurveServer,
-    ReleasePublisher,
-    StatusPublisher,
-    _is_loopback_address,
-    check_release_endpoint,
-    check_status_endpoint,
-)
+from ..network.curve import CurveServer
+from ..network.endpoint_checks import _is_loopback_address, check_release_endpoint, check_status_endpoint
+from ..network.sink import DEFAULT_STATUS_ENDPOINT, ReleasePublisher, StatusPublisher
 
 __all__ = ["DEFAULT_BIND", "EndpointSettings", "PluginEndpoint", "open_endpoint", "reopen_endpoint"]
 

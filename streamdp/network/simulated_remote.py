@@ -29,7 +29,7 @@ from typing import Any
 import msgpack
 import zmq
 
-from .sink import bind_error
+from .binding import bind_error
 
 #: the logger whose records announce Pupil Remote's restarts (Capture's module path)
 REMOTE_LOGGER = "network_api.controller.pupil_remote_controller"

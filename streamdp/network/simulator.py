@@ -48,8 +48,8 @@ import zmq
 
 from ..gaze import Recording
 from ..pupil_wire import capture_datums, encode, recording_datums
+from .binding import bind
 from .simulated_remote import PUPIL_VERSION, PupilRemoteServer, bind_retrying, plugin_request
-from .sink import bind
 
 log = logging.getLogger(__name__)
 

@@ -12,27 +12,40 @@ against a folder of allowed client public keys), unless ``insecure=True`` is ask
 :class:`StatusPublisher` is the device owner's status socket: a separate port, bound to a
 loopback address only (anything else is refused), publishing each
 :class:`~streamdp.status.SessionStatus` on ``streamdp.status``.
+
+The sockets' rules live beside this module: where each may listen in :mod:`streamdp.network.endpoint_checks`,
+binding in :mod:`streamdp.network.binding`, CURVE certificates in :mod:`streamdp.network.curve`.
 """
 
 from __future__ import annotations
 
-import errno
-import ipaddress
 import logging
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import msgpack
 import zmq
-import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
 
-from ..errors import InputError
 from ..privacy.release import PrivateRelease, check_sealed
 from ..stages.privatizer import CRYPTOGRAPHIC, GENERATOR_KEY
 from ..status import SessionStatus, check_status
+from .binding import bind, bind_error
+from .curve import CurveServer, read_certificate
+from .endpoint_checks import check_release_endpoint, check_status_endpoint
+
+#: the publishers and the sockets' rules they are built from, importable from here as before
+__all__ = [
+    "DEFAULT_STATUS_ENDPOINT",
+    "STATUS_TOPIC",
+    "CurveServer",
+    "ReleasePublisher",
+    "StatusPublisher",
+    "bind",
+    "bind_error",
+    "check_release_endpoint",
+    "check_status_endpoint",
+    "read_certificate",
+]
 
 log = logging.getLogger(__name__)
 
@@ -42,153 +55,6 @@ _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 STATUS_TOPIC = "streamdp.status"
 #: the owner's status socket when none is named: the sanitized socket's port + 1, loopback
 DEFAULT_STATUS_ENDPOINT = "tcp://127.0.0.1:5571"
-
-
-@dataclass(frozen=True)
-class CurveServer:
-    """CURVE for the relay's socket: its secret certificate, and the folder of allowed clients'
-    public certificates (``zmq.auth.create_certificates`` makes both)."""
-
-    secret_file: Path
-    clients_dir: Path
-
-
-def _is_loopback(endpoint: str) -> bool:
-    if endpoint.startswith(("inproc://", "ipc://")):
-        return True
-    host = urlsplit(endpoint).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # '*', an interface name or a host name: not provably loopback
-
-
-def bind_error(endpoint: str, exc: zmq.ZMQError) -> InputError:
-    """The sentence for a failed bind, naming ``endpoint``.
-
-    Examples
-    --------
-    >>> print(bind_error("tcp://127.0.0.1:5570", zmq.ZMQError(zmq.EADDRNOTAVAIL)))
-    tcp://127.0.0.1:5570: cannot listen there: no interface of this machine has that address
-    """
-    reasons = {
-        errno.EADDRINUSE: "the address is already in use (another program, or another relay, holds the port)",
-        errno.EADDRNOTAVAIL: "no interface of this machine has that address",
-        errno.EINVAL: "not a ZeroMQ address (e.g. tcp://127.0.0.1:5570)",
-        errno.ENODEV: "no interface of this machine has that name",
-        errno.EACCES: "permission denied (ports below 1024 need privileges)",
-    }
-    return InputError(f"{endpoint}: cannot listen there: {reasons.get(exc.errno or 0, exc.strerror)}")
-
-
-def bind(sock: zmq.Socket, endpoint: str) -> str:
-    """Bind ``sock`` to ``endpoint`` (port 0: a free port); returns the bound address.
-
-    Raises
-    ------
-    InputError
-        The bind failed (:func:`bind_error`).
-    """
-    try:
-        if endpoint.endswith(":0"):
-            host = endpoint.rsplit(":", 1)[0]
-            return f"{host}:{sock.bind_to_random_port(host)}"
-        sock.bind(endpoint)
-    except zmq.ZMQError as exc:
-        raise bind_error(endpoint, exc) from None
-    return endpoint
-
-
-def read_certificate(path: str | Path, *, secret: bool) -> tuple[bytes, bytes]:
-    """The (public, secret) keys of a ZeroMQ certificate file (``zmq.auth`` format); the secret
-    is ``b""`` when ``secret`` is false.
-
-    Raises
-    ------
-    InputError
-        The file is missing or unreadable, not a certificate, or holds no secret key where one
-        is needed.
-
-    Examples
-    --------
-    >>> read_certificate("/no/such.key", secret=True)
-    Traceback (most recent call last):
-    ...
-    streamdp.errors.InputError: /no/such.key: no such certificate file (make one with zmq.auth.create_certificates)
-    """
-    p = Path(path)
-    if not p.is_file():
-        what = "is a folder, not a certificate file" if p.is_dir() else "no such certificate file"
-        raise InputError(f"{p}: {what} (make one with zmq.auth.create_certificates)")
-    try:
-        public, secret_key = zmq.auth.load_certificate(str(p))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: not a ZeroMQ certificate ({exc})") from None
-    if not public:
-        raise InputError(f"{p}: not a ZeroMQ certificate (no public key)")
-    if secret and not secret_key:
-        raise InputError(f"{p}: holds no secret key (give the .key_secret file)")
-    return public, secret_key or b""
-
-
-def _is_loopback_address(endpoint: str) -> bool:
-    """Whether ``endpoint`` can only be reached from this machine: TCP on a loopback IP address
-    (a name such as ``localhost`` or ``*`` is not trusted to resolve to one), or IPC."""
-    if endpoint.startswith(("ipc://", "inproc://")):
-        return True
-    parts = urlsplit(endpoint)
-    if parts.scheme != "tcp":
-        return False
-    try:
-        return ipaddress.ip_address(parts.hostname or "").is_loopback
-    except ValueError:
-        return False
-
-
-def check_status_endpoint(endpoint: object) -> None:
-    """Refuse a status endpoint that is not on a loopback address or IPC (what
-    :class:`StatusPublisher` checks before it binds).
-
-    Raises
-    ------
-    TypeError
-        ``endpoint`` is not a str.
-    ValueError
-        It is not on a loopback address (127.0.0.1, ::1) or IPC.
-    """
-    if not isinstance(endpoint, str):
-        raise TypeError(f"status endpoint must be a str, got {endpoint!r}")
-    if not _is_loopback_address(endpoint):
-        raise ValueError(
-            "status endpoint must be on a loopback address (tcp://127.0.0.1:…) or ipc://, got "
-            f"{endpoint!r}: the counters are raw functions of the gaze and stay on this device"
-        )
-
-
-def check_release_endpoint(
-    endpoint: str, *, curve: CurveServer | None = None, insecure: bool = False
-) -> tuple[bytes, bytes] | None:
-    """What :class:`ReleasePublisher` checks before it binds; returns the server's CURVE keys
-    (None without CURVE).
-
-    Raises
-    ------
-    InputError
-        ``endpoint`` is not loopback and neither CURVE nor ``insecure`` was given; the clients
-        folder is missing; the secret certificate cannot be read.
-    """
-    if not _is_loopback(endpoint) and curve is None and not insecure:
-        raise InputError(
-            f"{endpoint}: refusing to publish sanitized features beyond this machine without "
-            "CURVE authentication (give a server certificate and a clients folder, or --insecure)"
-        )
-    if curve is None:
-        return None
-    if not Path(curve.clients_dir).is_dir():
-        raise InputError(f"{curve.clients_dir}: no such folder of allowed clients' public certificates")
-    return read_certificate(curve.secret_file, secret=True)
 
 
 class StatusPublisher:

@@ -11,7 +11,8 @@ import msgpack
 import zmq
 
 from ..errors import InputError
-from .sink import STATUS_TOPIC, read_certificate
+from .curve import read_certificate
+from .sink import STATUS_TOPIC
 
 
 def check_address(endpoint: str, *, example: str = "tcp://127.0.0.1:5570") -> str:

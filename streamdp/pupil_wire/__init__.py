@@ -12,7 +12,8 @@ Decoding keeps no Python object per sample: every field goes into a typed ``arra
 as it is read, and :meth:`GazeDecoder.take` hands the columns over as NumPy arrays without a copy.
 """
 
-from .decode import BlinkPairing, GazeDecoder, gaze_from_datums
+from .blink_pairing import BlinkPairing
+from .decode import GazeDecoder, gaze_from_datums
 from .encode import capture_datums, encode, gaze_datum, pupil_datum, recording_datums
 from .timing import BLINK_HISTORY, MATCHER_LATENESS, WORLD_FPS
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -16,162 +16,15 @@ from msgpack import unpackb
 from numpy.typing import NDArray
 
 from ..errors import InputError
-from ..gaze import (
-    BINOCULAR,
-    UNKNOWN_EYE,
-    BlinkEvents,
-    DiameterUnit,
-    GazeBatch,
-    GazeColumns,
-    choose_diameter_unit,
-)
+from ..gaze import BlinkEvents, DiameterUnit, GazeBatch, GazeColumns, choose_diameter_unit
+from .blink_pairing import BlinkPairing
+from .datum_fields import _checked_fields, _detector_unit, _diameters, _eye
 from .timing import BLINK_HISTORY
 
 _F64 = NDArray[np.float64]
 
-
-def _number(value: Any, where: str, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{where}: field {field!r} is {value!r}, not a number")
-    v = float(value)
-    if not math.isfinite(v):
-        raise InputError(f"{where}: field {field!r} is {v!r}, not a finite number")
-    return v
-
-
-def _positive(v: object) -> TypeGuard[float]:
-    """A usable diameter: a finite number > 0 (``0 < v < inf`` is False for NaN)."""
-    if type(v) is float:
-        return 0.0 < v < math.inf
-    return isinstance(v, int) and not isinstance(v, bool) and v > 0
-
-
-def _diameters(datum: Mapping[str, Any]) -> tuple[float, float]:
-    """(diameter_3d mm, diameter px) averaged over the datum's pupil base data; NaN where absent."""
-    base = datum.get("base_data")
-    if isinstance(base, Mapping):
-        base = (base,)
-    elif type(base) is not list and not isinstance(base, tuple):
-        return math.nan, math.nan
-    mm = px = 0.0
-    n_mm = n_px = 0
-    for b in base:
-        if type(b) is not dict and not isinstance(b, Mapping):
-            continue
-        v = b.get("diameter_3d")
-        if _positive(v):
-            mm += v
-            n_mm += 1
-        v = b.get("diameter")
-        if _positive(v):
-            px += v
-            n_px += 1
-    return (mm / n_mm if n_mm else math.nan, px / n_px if n_px else math.nan)
-
-
-def _detector_unit(topic: object) -> DiameterUnit | None:
-    s = str(topic)
-    return "mm" if s.startswith("gaze.3d.") else "px" if s.startswith("gaze.2d.") else None
-
-
-_EYE_OF_TOPIC: dict[object, int] = {}
 #: per backbone topic (bytes): (eye, the detector's diameter unit)
 _TOPICS: dict[bytes, tuple[int, DiameterUnit | None]] = {}
-
-
-def _eye(topic: object) -> int:
-    eye = _EYE_OF_TOPIC.get(topic) if type(topic) is str else None
-    if eye is None:
-        eye = _eye_of(topic)
-        if type(topic) is str and len(_EYE_OF_TOPIC) < 64:  # a handful of topics in practice
-            _EYE_OF_TOPIC[topic] = eye
-    return eye
-
-
-def _eye_of(topic: object) -> int:
-    s = str(topic)
-    if s.endswith("01."):
-        return BINOCULAR
-    if s[-2:-1] in ("0", "1") and s.endswith("."):
-        return int(s[-2])
-    return UNKNOWN_EYE
-
-
-def _checked_fields(datum: object, where: str) -> tuple[float, float, float, float]:
-    """(t, x, y, confidence) of a gaze datum that failed the fast type checks, or an error."""
-    if not isinstance(datum, Mapping):
-        raise InputError(f"{where}: a {type(datum).__name__}, not a gaze datum")
-    try:
-        t = _number(datum["timestamp"], where, "timestamp")
-        pos = datum["norm_pos"]
-        conf = _number(datum["confidence"], where, "confidence")
-    except KeyError as exc:
-        raise InputError(f"{where}: missing field {exc.args[0]!r}") from None
-    if not (isinstance(pos, (tuple, list)) and len(pos) == 2):
-        raise InputError(f"{where}: field 'norm_pos' is {pos!r}, not a pair")
-    x = _number(pos[0], where, "norm_pos[0]")
-    y = _number(pos[1], where, "norm_pos[1]")
-    if not 0.0 <= conf <= 1.0:
-        raise InputError(f"{where}: confidence {conf!r} is outside [0, 1]")
-    return t, x, y, conf
-
-
-class BlinkPairing:
-    """Whole blinks from Capture's ``onset``/``offset`` datums (topic ``blinks``), by Player's rule.
-
-    Capture's detector re-publishes an ``onset`` every world frame while its filter fires, then
-    an ``offset`` every frame while the filter fires the other way (timestamp: the middle of the
-    filter's history). One blink runs from the first onset after an offset (or the stream's start)
-    to the last offset of the run that follows; repeated onsets are ignored and an offset without
-    an onset is dropped. The last offset is only known when the next onset comes, so a finished
-    blink is held until then: :meth:`add` returns it at that onset, :meth:`flush` at the end of the
-    stream. Player's whole blinks (``start_timestamp``/``end_timestamp``) pass straight through.
-
-    Raises
-    ------
-    InputError
-        From :meth:`add`: a datum that is not a dict or whose times are not finite numbers.
-
-    Examples
-    --------
-    >>> p = BlinkPairing()
-    >>> [p.add({"type": k, "timestamp": t}, "d") for k, t in [("onset", 1.0), ("onset", 1.03), ("offset", 1.2)]]
-    [None, None, None]
-    >>> p.add({"type": "offset", "timestamp": 1.23}, "d"), p.flush(), p.flush()
-    (None, (1.0, 1.23), None)
-    """
-
-    def __init__(self) -> None:
-        self.onset: float | None = None
-        self.offset: float | None = None
-
-    def add(self, datum: object, where: str) -> tuple[float, float] | None:
-        if not isinstance(datum, Mapping):
-            raise InputError(f"{where}: a {type(datum).__name__}, not a blink datum")
-        if "start_timestamp" in datum and "end_timestamp" in datum:
-            return (
-                _number(datum["start_timestamp"], where, "start_timestamp"),
-                _number(datum["end_timestamp"], where, "end_timestamp"),
-            )
-        t = _number(datum.get("timestamp"), where, "timestamp")
-        kind = datum.get("type")
-        if kind == "onset":
-            finished = self.flush() if self.offset is not None else None
-            if self.onset is None:
-                self.onset = t
-            return finished
-        if kind == "offset" and self.onset is not None:
-            self.offset = t
-        return None
-
-    def flush(self) -> tuple[float, float] | None:
-        """The blink held for a later offset, now final (end of stream), or None; an onset that
-        no offset followed is dropped."""
-        onset, offset = self.onset, self.offset
-        self.onset = self.offset = None
-        if onset is None or offset is None:
-            return None
-        return onset, offset
 
 
 class GazeDecoder:

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from ..errors import InputError
 from ..gaze import DiameterUnit, GazeColumns
 from ..pupil_wire import GazeDecoder
-from ..pupil_wire.decode import _detector_unit
+from ..pupil_wire.datum_fields import _detector_unit
 from ._pldata_layout import Fields, Layout, Unsupported, learn_layout, padded_width
 
 #: bytes read at a time: a few thousand datums, a few MB of memory whatever the file's length
