@@ -10,8 +10,13 @@ Columns:
   :class:`~streamdp.gaze.GazeBatch`'s own ``to_pandas``/``from_pandas`` (on
   :mod:`streamdp.frame_columns`), which the functions here call: this module imports
   :mod:`streamdp.gaze`, never the other way round;
-- feature rows: ``t`` and the 52 features in schema order (:data:`streamdp.schema.FEATURE_NAMES`);
-- releases: ``chunk_index``, ``t`` and the 52 features, one row per step.
+- feature rows: ``t`` and the 52 features in schema order (:data:`streamdp.schema.FEATURE_NAMES`),
+  :class:`~streamdp.stages.feature_rows.FeatureRows`' own conversions;
+- releases: ``chunk_index``, ``t`` and the 52 features, one row per step
+  (:func:`streamdp.privacy.release.releases_frame`).
+
+Like the gaze, the types convert themselves on :mod:`streamdp.frame_columns`; this module imports
+them and is imported by none of them.
 
 Releases do not come back from a DataFrame: only the privatizer makes one (see
 :mod:`streamdp.privacy.release`).
@@ -22,18 +27,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .errors import InputError
-from .frame_columns import GAZE_COLUMNS, check_frame, numeric_column, pandas_module, require_columns
+from .frame_columns import GAZE_COLUMNS
 from .gaze import GazeBatch
-from .schema import FEATURE_NAMES
+from .privacy.release import PrivateRelease, releases_frame
+from .stages.feature_rows import FeatureRows
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .privacy.release import PrivateRelease
-    from .stages.features import FeatureRows
 
 def gaze_to_pandas(batch: GazeBatch) -> pd.DataFrame:
     """A gaze batch as a DataFrame of :data:`GAZE_COLUMNS`, its diameter unit and source in
@@ -97,7 +98,8 @@ def gaze_from_pandas(df: pd.DataFrame, *, diameter_unit: str | None = None, sour
 
 
 def rows_to_pandas(rows: FeatureRows) -> pd.DataFrame:
-    """Feature rows as a DataFrame: ``t`` and the 52 features in schema order.
+    """Feature rows as a DataFrame: ``t`` and the 52 features in schema order
+    (:meth:`FeatureRows.to_pandas`).
 
     Raises
     ------
@@ -106,20 +108,14 @@ def rows_to_pandas(rows: FeatureRows) -> pd.DataFrame:
     ImportError
         pandas is not installed.
     """
-    from .stages.features import FeatureRows
-
     if not isinstance(rows, FeatureRows):
         raise TypeError(f"rows must be FeatureRows, got {type(rows).__name__}")
-    pd = pandas_module()
-    df = pd.DataFrame(np.array(rows.values, dtype=np.float64), columns=list(FEATURE_NAMES))
-    df.insert(0, "t", np.array(rows.t, dtype=np.float64))
-    return df
+    return rows.to_pandas()
 
 
 def rows_from_pandas(df: pd.DataFrame) -> FeatureRows:
-    """Feature rows from a DataFrame with ``t`` and the 52 feature columns (other columns, e.g.
-    a participant label, are left out: every feature column is required, so none can be
-    misspelt silently).
+    """Feature rows from a DataFrame with ``t`` and the 52 feature columns
+    (:meth:`FeatureRows.from_pandas`: every feature column is required, others are left out).
 
     Raises
     ------
@@ -129,29 +125,12 @@ def rows_from_pandas(df: pd.DataFrame) -> FeatureRows:
         A column is missing (named) or not numeric; ``t`` is not finite and increasing, or a
         feature not finite (row and column named).
     """
-    from .stages.features import FeatureRows
-
-    df = check_frame(df, "df")
-    what = "feature rows"
-    require_columns(df, ("t", *FEATURE_NAMES), what)
-    t = numeric_column(df, "t", what)
-    values = np.column_stack([numeric_column(df, name, what) for name in FEATURE_NAMES]) if len(df) else None
-    if not np.isfinite(t).all():
-        raise InputError(f"{what}: t at row {int(np.flatnonzero(~np.isfinite(t))[0])} is not finite")
-    if t.size > 1 and not (np.diff(t) > 0).all():
-        raise InputError(f"{what}: t does not increase at row {int(np.flatnonzero(np.diff(t) <= 0)[0]) + 1}")
-    if values is None:
-        return FeatureRows()
-    bad = ~np.isfinite(values)
-    if bad.any():
-        row, col = (int(i[0]) for i in np.nonzero(bad))
-        raise InputError(f"{what}: {FEATURE_NAMES[col]!r} at row {row} is not finite")
-    return FeatureRows(t, values)
+    return FeatureRows.from_pandas(df)
 
 
 def releases_to_pandas(releases: Iterable[PrivateRelease]) -> pd.DataFrame:
     """Sanitized releases as one DataFrame: ``chunk_index``, ``t`` and the features, a row per
-    step. Their ledgers stay with the releases (``release.ledger``).
+    step (:func:`streamdp.privacy.release.releases_frame`). Their ledgers stay with the releases.
 
     Raises
     ------
@@ -162,23 +141,7 @@ def releases_to_pandas(releases: Iterable[PrivateRelease]) -> pd.DataFrame:
     ImportError
         pandas is not installed.
     """
-    from .privacy.release import PrivateRelease
-
-    pd = pandas_module()
-    items = list(releases)
-    for i, rel in enumerate(items):
-        if not isinstance(rel, PrivateRelease):
-            raise TypeError(f"releases[{i}] must be a PrivateRelease, got {type(rel).__name__}")
-    names = items[0].names if items else FEATURE_NAMES
-    for i, rel in enumerate(items):
-        if rel.names != names:
-            raise InputError(f"releases[{i}] names other features than releases[0]: they do not fit one DataFrame")
-    values = np.concatenate([r.values for r in items]) if items else np.empty((0, len(names)))
-    df = pd.DataFrame(values, columns=list(names))
-    df.insert(0, "t", np.concatenate([r.t for r in items]) if items else np.empty(0))
-    index = [np.full(len(r.t), int(r.ledger["chunk_index"]), dtype=np.int64) for r in items]
-    df.insert(0, "chunk_index", np.concatenate(index) if items else np.empty(0, dtype=np.int64))
-    return df
+    return releases_frame(releases)
 
 
 __all__ = [

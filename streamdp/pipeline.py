@@ -16,8 +16,8 @@ from .gaze import BlinkEvents, GazeBatch, Recording
 from .privacy.accountant import PrivacyUnit
 from .privacy.mechanisms import Mechanism
 from .privacy.randomness import RandomSource
-from .privacy.reach import DEFAULT_MAX_SACCADE_INTERVAL
 from .privacy.release import PrivateRelease
+from .schedule_defaults import DEFAULT_MAX_SACCADE_INTERVAL
 from .stages.base import Stage
 from .stages.chunker import Chunker
 from .stages.events import EventConfig, EventDetector

@@ -99,9 +99,10 @@ _ABOVE_STAGES = ("streamdp.pipeline", "streamdp.session", "streamdp.config", "st
 FORBIDDEN = {"kernels": ("streamdp.stages", *_ABOVE_STAGES), "stages": _ABOVE_STAGES}
 
 
-def package_of(path: Path) -> str:
-    """The package a module file belongs to (a package's ``__init__`` belongs to itself)."""
-    parts = path.relative_to(ROOT).with_suffix("").parts
+def package_of(path: Path, root: Path = ROOT) -> str:
+    """The package a module file under ``root`` belongs to (a package's ``__init__`` belongs to
+    itself)."""
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1])
 
 
@@ -140,3 +141,106 @@ def test_low_layers_never_import_the_layers_built_on_them(layer):
         if any(name == f or name.startswith(f + ".") for f in FORBIDDEN[layer])
     ]
     assert offenders == []
+
+
+# ---------------------------------------------------------------- no import circles
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """The dotted name of a module file under ``root`` (a package's ``__init__``: the package)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Which modules of ``package`` each of its modules imports: anywhere in its source (inside
+    functions and under ``TYPE_CHECKING`` too: a deferred or type-only import still ties the two
+    modules together, and turns into a real one the day someone moves it up), plus the packages
+    whose ``__init__`` that import runs on the way. A module's own enclosing packages are left out:
+    their ``__init__`` has already started when the module runs (the package's usual re-exports)."""
+    root = package.parent
+    names = {module_name(p, root): p for p in sorted(package.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)} | {name}
+        imported = {m for m in imported_modules(path.read_text(), package_of(path, root)) if m in names}
+        runs = {".".join(m.split(".")[:i]) for m in imported for i in range(1, m.count(".") + 2)}
+        graph[name] = {m for m in runs if m in names} - own
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules of each import circle (a strongly connected part of ``graph`` with more than one
+    module), each sorted, by Tarjan's algorithm (iterative: no recursion limit to meet)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    part = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        part.append(member)
+                        if member == node:
+                            break
+                    if len(part) > 1:
+                        circles.append(sorted(part))
+    return sorted(circles)
+
+
+def test_no_module_of_streamdp_imports_itself_back_through_others():
+    assert import_circles(import_graph(PACKAGE)) == []
+
+
+def _write_package(root: Path, files: dict[str, str]) -> Path:
+    for rel, source in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(source)
+    return root / "top"
+
+
+def test_the_circle_check_sees_deferred_and_type_only_imports(tmp_path):
+    package = _write_package(tmp_path, {
+        "top/__init__.py": "",
+        "top/a.py": "def f():\n    from . import b\n",
+        "top/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
+        "top/c.py": "from .a import f\n",
+    })
+    assert import_circles(import_graph(package)) == [["top.a", "top.b"]]
+
+
+def test_the_circle_check_sees_a_circle_through_a_package_init(tmp_path):
+    # reach imported a stages module at the top: importing it runs stages/__init__, whose features
+    # module imports reach, not yet finished; an import of the package itself is no circle
+    package = _write_package(tmp_path, {
+        "top/__init__.py": "",
+        "top/privacy/__init__.py": "",
+        "top/privacy/reach.py": "from ..stages.schedule import SLACK\n",
+        "top/stages/__init__.py": "from .features import Rows\n",
+        "top/stages/features.py": "from ..privacy.reach import M\nfrom . import schedule\n",
+        "top/stages/schedule.py": "SLACK = 0.05\n",
+    })
+    assert import_circles(import_graph(package)) == [["top.privacy.reach", "top.stages", "top.stages.features"]]

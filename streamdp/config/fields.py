@@ -20,7 +20,7 @@ from ..kernels.geometry import CAMERA_FOV_DEG
 from ..privacy.accountant import UNITS
 from ..privacy.bounds import WEIGHTS_PROFILES
 from ..privacy.mechanisms import MECHANISMS
-from ..privacy.reach import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
+from ..schedule_defaults import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
 from ..signals import DEFAULT_SIGNAL, SIGNALS
 from ..stages.events import EventConfig
 

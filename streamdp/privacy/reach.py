@@ -37,15 +37,20 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..schedule_defaults import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION, DEFAULT_MAX_SACCADE_INTERVAL
+
+#: the public timing defaults are the schedule's (:mod:`streamdp.schedule_defaults`), importable here too
+__all__ = [
+    "DEFAULT_DEADLINE_SLACK",
+    "DEFAULT_MAX_EVENT_DURATION",
+    "DEFAULT_MAX_SACCADE_INTERVAL",
+    "GazeReach",
+    "raw_gaze_reach",
+    "stretch_reach",
+]
+
 _EPS = 1e-9
 _MAX_PERIOD = 4096
-
-#: public maximum duration of an event in s: the block length ``M`` (WindowConfig's default)
-DEFAULT_MAX_EVENT_DURATION = 8.0
-#: longest s from one fixation's end to the next one's start that is a saccade (EventConfig's)
-DEFAULT_MAX_SACCADE_INTERVAL = 0.2
-#: s after a chunk's last step before it is computed (reorder 0.1 + 0.05 ≤ 0.15; WindowConfig's)
-DEFAULT_DEADLINE_SLACK = 0.05
 
 
 @dataclass(frozen=True)
@@ -206,16 +211,3 @@ def raw_gaze_reach(
     steps, chunks = reach(0.0)
     _, chunks_second = reach(1.0)
     return GazeReach(steps, chunks, chunks_second)
-
-
-def session_chunks(*, start: float, stop: float, window: float, step: float, chunk_length: int) -> int:
-    """Chunks a whole session from ``start`` to ``stop`` releases (all of them carry its gaze).
-
-    Examples
-    --------
-    >>> session_chunks(start=0.0, stop=300.0, window=30.0, step=0.5, chunk_length=64)
-    8
-    """
-    from ..stages.schedule import ReleaseSchedule
-
-    return len(ReleaseSchedule(window, step, chunk_length).chunks_between(start, stop))

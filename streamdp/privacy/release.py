@@ -36,7 +36,7 @@ import hmac
 import math
 import secrets
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -44,7 +44,9 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from ..schema import SCHEMA_VERSION
+from ..errors import InputError
+from ..frame_columns import pandas_module
+from ..schema import FEATURE_NAMES, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,10 +158,8 @@ class PrivateRelease:
 
     def to_pandas(self) -> pd.DataFrame:
         """This release as a pandas DataFrame: ``chunk_index``, ``t`` and the features, a row per
-        step (needs the ``pandas`` extra; :func:`streamdp.frames.releases_to_pandas` joins many)."""
-        from ..frames import releases_to_pandas
-
-        return releases_to_pandas([self])
+        step (needs the ``pandas`` extra; :func:`releases_frame` joins many)."""
+        return releases_frame([self])
 
     def __repr__(self) -> str:
         led = self._ledger
@@ -363,3 +363,33 @@ def _digest(
     h.update(t.tobytes())
     h.update(values.tobytes())
     return h.digest()
+
+
+def releases_frame(releases: Iterable[PrivateRelease]) -> pd.DataFrame:
+    """Sanitized releases as one DataFrame: ``chunk_index``, ``t`` and the features, a row per
+    step. Their ledgers stay with the releases (``release.ledger``).
+
+    Raises
+    ------
+    TypeError
+        An item is not a :class:`PrivateRelease`.
+    InputError
+        The releases name different features.
+    ImportError
+        pandas is not installed.
+    """
+    pd = pandas_module()
+    items = list(releases)
+    for i, rel in enumerate(items):
+        if not isinstance(rel, PrivateRelease):
+            raise TypeError(f"releases[{i}] must be a PrivateRelease, got {type(rel).__name__}")
+    names = items[0].names if items else FEATURE_NAMES
+    for i, rel in enumerate(items):
+        if rel.names != names:
+            raise InputError(f"releases[{i}] names other features than releases[0]: they do not fit one DataFrame")
+    values = np.concatenate([r.values for r in items]) if items else np.empty((0, len(names)))
+    df = pd.DataFrame(values, columns=list(names))
+    df.insert(0, "t", np.concatenate([r.t for r in items]) if items else np.empty(0))
+    index = [np.full(len(r.t), int(r.ledger["chunk_index"]), dtype=np.int64) for r in items]
+    df.insert(0, "chunk_index", np.concatenate(index) if items else np.empty(0, dtype=np.int64))
+    return df

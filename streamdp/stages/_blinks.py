@@ -17,7 +17,7 @@ from ..gaze import BlinkEvents
 from ..kernels.blinkfilter import step_response
 
 if TYPE_CHECKING:
-    from .events import EventConfig
+    from .event_config import EventConfig
 
 _F64 = NDArray[np.float64]
 

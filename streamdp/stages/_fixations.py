@@ -19,7 +19,7 @@ from ..events import Fixations
 from ..kernels.dispersion import grow_extent, segment_mean_var, window_dispersion
 
 if TYPE_CHECKING:
-    from .events import EventConfig
+    from .event_config import EventConfig
 
 _F64 = NDArray[np.float64]
 

@@ -29,8 +29,7 @@ raw sample would then change bits far beyond the reach the ledger states
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,14 +37,12 @@ from numpy.typing import NDArray
 from ..events import EventBatch, Fixations, Saccades
 from ..gaze import BlinkEvents
 from ..kernels.wordbook import ALPHABET_SIZE, NgramCounter
-from ..privacy.reach import DEFAULT_MAX_EVENT_DURATION
+from ..schedule_defaults import DEFAULT_MAX_EVENT_DURATION
 from ..schema import FEATURE_INDEX, N_FEATURES, WORDBOOK_ORDERS
 from ._window_state import EventColumn, SlidingMax, slide_max
 from .base import Stage
+from .feature_rows import FeatureRows
 from .schedule import ReleaseSchedule, first_full_step
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 _F64 = NDArray[np.float64]
 
@@ -102,46 +99,6 @@ class WindowConfig:
         if self.chunk_length is None:
             return None
         return ReleaseSchedule(self.window, self.step, self.chunk_length, self.deadline_slack)
-
-
-@dataclass(frozen=True, eq=False)
-class FeatureRows:
-    """Feature vectors: ``t`` (m,) step times, ``values`` (m, 52) in schema order; unsanitized.
-
-    Examples
-    --------
-    >>> rows = FeatureRows(np.array([30.0, 30.5]), np.zeros((2, N_FEATURES)))
-    >>> df = rows.to_pandas()
-    >>> df.shape, df.columns[0], len(FeatureRows.from_pandas(df))
-    ((2, 53), 't', 2)
-    """
-
-    t: _F64 = field(default_factory=lambda: np.empty(0))
-    values: _F64 = field(default_factory=lambda: np.empty((0, N_FEATURES)))
-
-    def __len__(self) -> int:
-        return int(self.t.shape[0])
-
-    def to_pandas(self) -> pd.DataFrame:
-        """``t`` and the 52 features as a DataFrame (:func:`streamdp.frames.rows_to_pandas`)."""
-        from ..frames import rows_to_pandas
-
-        return rows_to_pandas(self)
-
-    @classmethod
-    def from_pandas(cls, df: pd.DataFrame) -> FeatureRows:
-        """Rows from a DataFrame with ``t`` and the 52 features (:func:`streamdp.frames.rows_from_pandas`;
-        a missing column raises :class:`~streamdp.errors.InputError` naming it)."""
-        from ..frames import rows_from_pandas
-
-        return rows_from_pandas(df)
-
-    @staticmethod
-    def concat(parts: list[FeatureRows]) -> FeatureRows:
-        parts = [p for p in parts if len(p)]
-        if not parts:
-            return FeatureRows()
-        return FeatureRows(np.concatenate([p.t for p in parts]), np.concatenate([p.values for p in parts]))
 
 
 #: steps per public group of the window means and variances (:mod:`._window_stats`): a window

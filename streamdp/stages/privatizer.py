@@ -19,8 +19,8 @@ from ..privacy.guarantee import RawGazeReach
 from ..privacy.mechanisms import MECHANISMS, Mechanism
 from ..privacy.noise import secure_generator
 from ..privacy.randomness import CRYPTOGRAPHIC, REPRODUCIBLE, RandomSource, as_random_source
-from ..privacy.reach import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION, DEFAULT_MAX_SACCADE_INTERVAL
 from ..privacy.release import PrivateRelease, ReleaseMint, claim_mint
+from ..schedule_defaults import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION, DEFAULT_MAX_SACCADE_INTERVAL
 from .base import Stage
 from .chunker import Chunk
 

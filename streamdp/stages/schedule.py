@@ -21,6 +21,9 @@ Everything a subscriber sees about *when* is fixed in advance, never by the gaze
 
 All of it is defined in data time, so a replay and a live run of the same gaze give the same
 bytes; a live shell moves the clock on without gaze by :meth:`streamdp.session.Session.advance_to`.
+The timing defaults (deadline slack, event blocks, saccade link) are in
+:mod:`streamdp.schedule_defaults`, where the raw-gaze reach (:mod:`streamdp.privacy.reach`) reads
+them too without importing the stages.
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..privacy.reach import DEFAULT_DEADLINE_SLACK
+from ..schedule_defaults import DEFAULT_DEADLINE_SLACK
 
-__all__ = ["DEFAULT_DEADLINE_SLACK", "ReleaseSchedule", "first_full_step"]
+__all__ = ["DEFAULT_DEADLINE_SLACK", "ReleaseSchedule", "first_full_step", "session_chunks"]
 
 
 @dataclass(frozen=True)
@@ -129,3 +132,14 @@ def first_full_step(start: float, window: float, step: float) -> int:
     while (k - 1) * step - window >= start:
         k -= 1
     return int(k)
+
+
+def session_chunks(*, start: float, stop: float, window: float, step: float, chunk_length: int) -> int:
+    """Chunks a whole session from ``start`` to ``stop`` releases (all of them carry its gaze).
+
+    Examples
+    --------
+    >>> session_chunks(start=0.0, stop=300.0, window=30.0, step=0.5, chunk_length=64)
+    8
+    """
+    return len(ReleaseSchedule(window, step, chunk_length).chunks_between(start, stop))
