@@ -7,7 +7,8 @@ Each world frame's ``recent_events`` is timed (``perf_counter`` for the frame's 
 thread's CPU for the share of a core) over 80 s of 200 Hz gaze after the first 40 s (the first
 window and release), ~2,400 frames: p50/p90/p99/max per frame and CPU per second of gaze. The
 baseline runs the feature stages at every step, the candidate as shipped (every
-``Session.FEED_STEPS`` steps and at each chunk's last step); the summary prints their CPU ratio.
+``FeedPacing.STEPS`` steps and at each chunk's last step: :mod:`streamdp.live_pacing`); the summary
+prints their CPU ratio.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from streamdp.live_pacing import FeedPacing
 from streamdp.synthetic import generate
 from tests.pupil_standin import capture_plugin_environment, world_frames
 
 WARM_SECONDS, SECONDS = 40.0, 80.0
-GROUP = "plugin per Capture world frame: CPU, stages every step / every FEED_STEPS steps (shipped)"
+GROUP = "plugin per Capture world frame: CPU, stages every step / every FeedPacing.STEPS steps (shipped)"
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def test_plugin_cost_per_world_frame(benchmark, frames, role):
         env.plugin.Plugin_List(g_pool, [(env.module.StreamDP, {"seed": 0})])
         (plugin,) = g_pool.plugins
         if role == "baseline":
-            plugin.session.FEED_STEPS = 1
+            plugin.session.pacing = FeedPacing(steps=1)
         start = frames[0]["frame"].timestamp + WARM_SECONDS
 
         def run() -> tuple[np.ndarray, float, int]:

@@ -62,6 +62,7 @@ from streamdp.capture.endpoint import EndpointSettings, PluginEndpoint, open_end
 from streamdp.capture.events import ENDPOINT_SETTINGS, CaptureEventsSink, session_config  # noqa: E402
 from streamdp.capture.watch import clock_jumped, network_api_state, pupil_remote_to_loopback  # noqa: E402
 from streamdp.config import DEFAULT_EPSILON, SessionConfig  # noqa: E402
+from streamdp.live_pacing import FeedPacing  # noqa: E402
 from streamdp.network.doctor import EXIT_RAW_REACHABLE  # noqa: E402
 from streamdp.privacy.mechanisms import MECHANISMS  # noqa: E402
 from streamdp.session import Session  # noqa: E402
@@ -161,7 +162,8 @@ class StreamDP(Plugin):
         # would reveal their difference exactly
         seed = None if config.seed is None else config.seed + self._generation
         sinks = [self.sink, *(self.endpoint.sinks if self.endpoint is not None else [])]
-        return Session(config, sinks=sinks, seed=seed, source="Capture events")
+        # the stages run every few steps, not with every world frame (this changes when, not what)
+        return Session(config, sinks=sinks, seed=seed, source="Capture events", pacing=FeedPacing())
 
     def _open_endpoint(self, settings: dict[str, Any]) -> None:
         # never raises: a port in use or a refused address is shown in the menu, Capture goes on
@@ -226,7 +228,7 @@ class StreamDP(Plugin):
         self._watch_pupil_remote()
 
     def on_notify(self, notification: dict[str, Any]) -> None:
-        # no subject means a new clock (see streamdp.network.capture_watch); any notification is
+        # no subject means a new clock (see streamdp.capture.watch); any notification is
         # a chance to look, and what the restart releases goes out with the next frame
         if self._clock_was_set():
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)

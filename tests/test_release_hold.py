@@ -61,35 +61,6 @@ def test_the_output_does_not_depend_on_the_batching(gaze):
     assert bytes_of[0] == bytes_of[1] == bytes_of[2]
 
 
-@pytest.mark.parametrize("chunk_length", [2, 4, 8])
-def test_the_stages_run_once_every_few_steps_and_at_each_chunks_last_step(gaze, chunk_length):
-    def run(feed_steps: int):
-        sink = CollectingSink()
-        session = Session(SessionConfig(chunk_length=chunk_length, seed=0), sinks=[sink])
-        session.FEED_STEPS = feed_steps
-        runs, update = [0], session.pipeline.update
-
-        def counted(*args, **kwargs):
-            runs[0] += 1
-            return update(*args, **kwargs)
-
-        session.pipeline.update = counted  # type: ignore[method-assign]
-        computed_ahead = 0
-        for i in range(len(gaze)):  # sample by sample, as a live source at its slowest
-            session.update(gaze.take(slice(i, i + 1)))
-            computed_ahead += len(session._hold) > 0
-        return [r.to_message()["values"] for r in sink.releases], runs[0], computed_ahead
-
-    every_step, runs_every_step, _ = run(1)
-    releases, runs, computed_ahead = run(Session.FEED_STEPS)
-    steps = (float(gaze.t[-1]) - float(gaze.t[0])) / CONFIG.step
-    assert len(releases) >= 2 and releases == every_step
-    assert runs_every_step >= steps - 2
-    assert runs <= steps / Session.FEED_STEPS + steps / chunk_length + 2
-    # every chunk is still computed when the gaze passes its last step, before its public time
-    assert computed_ahead >= len(releases)
-
-
 def test_without_gaze_the_held_release_goes_out_at_its_public_time(gaze):
     t = np.asarray(gaze.t)
     sink = CollectingSink()

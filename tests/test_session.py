@@ -97,7 +97,7 @@ def test_the_diameter_unit_never_depends_on_how_the_stream_was_split():
     for i in range(0, len(cols), 50):
         out_split += split.update(cols.take(slice(i, i + 50)))
     out_split += split.flush()
-    assert whole._unit == split._unit == "px"  # the first sample with a diameter had px only
+    assert whole._input.unit == split._input.unit == "px"  # the first sample with a diameter had px only
     assert _messages(out_whole) == _messages(out_split)
     assert np.array_equal(
         np.concatenate([r.values for r in rows_whole]), np.concatenate([r.values for r in rows_split])
@@ -114,7 +114,7 @@ def test_pupil_gaze_takes_its_unit_from_the_detector_in_its_topic():
         assert all(f[0].startswith(b"gaze.3d." if unit == "mm" else b"gaze.2d.") for f in frames)
         session = Session(SessionConfig(**SHORT))
         session.receive_frames(frames)
-        assert session._unit == expected
+        assert session._input.unit == expected
 
 
 def test_a_configured_diameter_unit_overrides_the_source():
@@ -123,7 +123,7 @@ def test_a_configured_diameter_unit_overrides_the_source():
     rows = session.keep_feature_rows()
     session.update(cols)
     session.flush()
-    assert session._unit == "mm"
+    assert session._input.unit == "mm"
     pupil = np.concatenate([r.values for r in rows])[:, 21]
     assert np.nanmax(pupil) < 10.0  # mm, not the px column (ten times larger here)
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import InputError, StreamdpError
 from ..gaze import BlinkEvents
+from ..live_pacing import FeedPacing
 from ..readers.neon import INVISIBLE_SCENE_SIZE, NEON_SCENE_SIZE
 from ..session import Session, SessionCounters
 from ..status import SessionStatus, StatusEvent
@@ -53,7 +54,9 @@ class NeonRelay:
     ----------
     session : Session
         The private session (its sinks: typically a
-        :class:`~streamdp.network.sink.ReleasePublisher`).
+        :class:`~streamdp.network.sink.ReleasePublisher`). Unless it has a pacing, the relay gives
+        it one (a :class:`~streamdp.live_pacing.FeedPacing`: the stages run every few steps, not
+        with every batch).
     device : object
         A :class:`~streamdp.network.neon_stream.NeonStream` (every datum queued, what does not fit
         counted: :attr:`dropped`), or anything with ``receive_gaze_datum(timeout_seconds)`` and
@@ -111,6 +114,7 @@ class NeonRelay:
                 "own blink events)"
             )
         self.session = session
+        session.pacing = session.pacing or FeedPacing()
         self.device = device
         self.decoder = NeonDecoder(INVISIBLE_SCENE_SIZE if invisible else NEON_SCENE_SIZE)
         self.batch_seconds = batch_seconds
