@@ -426,7 +426,7 @@ def test_a_relay_behind_captures_clock_sheds_the_queued_backlog_and_counts_it():
             pass  # in order: every probe is read once the last one is
         relay._sub = sub
         first_time = msgpack.unpackb(gaze[0][1])["timestamp"]
-        relay._clock_offset = first_time + 10.0 - time.monotonic()
+        relay._clock.offset = first_time + 10.0 - time.monotonic()
         for frames in gaze:
             pub.send_multipart(frames)
         c = relay.counters

@@ -13,8 +13,9 @@ Robustness, each case counted and logged:
   buffer sorts them; anything older than what was already fed is dropped (``late``);
 - Capture going silent is checked with Pupil Remote's ``t``; when it does not answer the relay
   reconnects and starts a new segment (``reconnects``): windows have a gap, nothing is invented
-  across it. A clock that jumps backwards (Capture restarted, or ``T`` was sent) does the same
-  (``restarts``);
+  across it. Pupil time is read with ``t`` every heartbeat: a jump beyond the reorder window
+  (``T``, Time Sync's jump; :mod:`~streamdp.network.capture_clock`) starts a new segment
+  (``restarts``), as in the Capture plugin; Time Sync's slews continue the session;
 - slow or vanished subscribers cost bounded memory (see
   :class:`~streamdp.network.sink.ReleasePublisher`);
 - :meth:`Relay.stop` (SIGINT/SIGTERM in the CLI) ends the loop between two batches: a chunk is
@@ -33,10 +34,13 @@ from urllib.parse import urlsplit
 import zmq
 
 from ..checks import check_seconds
+from ..live_pacing import FeedPacing
 from ..privacy.release import PrivateRelease
 from ..session import Session, SessionCounters
 from ..status import SessionStatus, StatusEvent
 from .backbone_sink import BackboneSink
+from .capture_clock import CaptureClock
+from .read_pacing import ReadPacing
 from .remote_watch import DeploymentCheck, DeploymentWatch
 
 __all__ = ["MAX_GAZE_MESSAGES_PER_S", "BackboneSink", "Relay", "RemoteUnavailable"]
@@ -65,7 +69,8 @@ class Relay:
     session : Session
         The private session (its sinks: typically a
         :class:`~streamdp.network.sink.ReleasePublisher`). The relay takes it over: it adds the
-        backbone sink (``to_backbone``) and sets its ``on_release`` hook.
+        backbone sink (``to_backbone``), sets its ``on_release`` hook and, unless it has one, its
+        pacing (a :class:`~streamdp.live_pacing.FeedPacing`: the stages run every few steps).
     remote : str
         Pupil Remote's address (Capture's default ``tcp://127.0.0.1:50020``).
     to_backbone : bool
@@ -135,16 +140,14 @@ class Relay:
         #: called with each release and the monotonic time its last gaze message was received
         self.on_release: Callable[[PrivateRelease, float], None] | None = None
         self._batch_received = 0.0
-        #: Pupil time − monotonic time, from Pupil Remote's ``t`` (None until connected)
-        self._clock_offset: float | None = None
-        #: newest gaze time read − monotonic time when it was read (None before any gaze)
-        self._data_offset: float | None = None
-        #: source seconds per monotonic second of the gaze read (1 live; more in a fast replay)
-        self._speed = 1.0
-        self._speed_mark: tuple[float, float] | None = None
+        #: Capture's clock, read with Pupil Remote's ``t`` every heartbeat (the plugin's rule for jumps)
+        self._clock = CaptureClock(threshold=session.config.reorder_window)
+        #: the schedule's clock (the data's) and how long gaze may queue between reads
+        self._reads = ReadPacing(self.read_interval)
         self._last_gaze = time.monotonic()
         self._queue_empty = True
         session.on_release = self._released
+        session.pacing = session.pacing or FeedPacing()
         #: the deployment check's runs (``watch.report``: the latest; ``watch.on_report``: its hook)
         self.watch = None if deployment_check is None else DeploymentWatch(deployment_check)
 
@@ -190,6 +193,7 @@ class Relay:
             sub.setsockopt_string(zmq.SUBSCRIBE, "blinks")
         self._sub = sub
         self._sub_port = sub_port
+        self._clock.reset()
         self._sync_clock()
         if self._backbone is not None:
             self._backbone.connect(self._ctx, self.host, pub_port)
@@ -200,24 +204,24 @@ class Relay:
         self.connected.set()
         log.info("connected to Pupil Capture at %s (SUB_PORT %d, PUB_PORT %d)", self.remote, sub_port, pub_port)
 
-    def _sync_clock(self) -> None:
-        """Map the monotonic clock to Capture's (which is monotonic too, until ``T`` moves it).
-        Read when connecting and when gaze has been quiet for a heartbeat: never while gaze
-        is queued, when Capture's clock is ahead of the gaze the relay has read."""
+    def _sync_clock(self) -> float | None:
+        """Map the monotonic clock to Capture's (monotonic too, until ``T`` or Time Sync moves
+        it): the jump beyond the reorder window since the last read, if any."""
         before = time.monotonic()
         pupil = float(self._request("t"))
-        self._clock_offset = pupil - (before + time.monotonic()) / 2
+        wall = (before + time.monotonic()) / 2
+        return self._clock.read(wall=wall, pupil=pupil, newest_gaze=self.session.newest_gaze)
 
     def pupil_now(self) -> float | None:
         """Capture's clock now, as last synchronized; None before the first connection."""
-        return None if self._clock_offset is None else time.monotonic() + self._clock_offset
+        return self._clock.now()
 
     def schedule_now(self) -> float | None:
         """The time the schedule runs on: the newest gaze read, running on with the monotonic
         clock from when it was read (None before any gaze). While gaze flows this is the data's
         own clock, as in a replay; when it stops, chunks still go out at their deadlines (later
         than on Capture's clock by Capture's delivery delay, never earlier)."""
-        return None if self._data_offset is None else time.monotonic() + self._data_offset
+        return self._reads.now()
 
     def _until_due(self) -> float | None:
         """Seconds until the session's next chunk is due on the schedule's clock, or None."""
@@ -238,8 +242,7 @@ class Relay:
 
     def _disconnect(self) -> None:
         self.connected.clear()
-        self._data_offset = None  # a new segment's gaze sets the schedule's clock again
-        self._speed, self._speed_mark = 1.0, None
+        self._reads.reset()  # a new segment's gaze sets the schedule's clock again
         for s in (self._sub, self._req):
             if s is not None:
                 s.close(linger=0)
@@ -273,7 +276,7 @@ class Relay:
                 wait = self._until_due()
                 if wait is not None:
                     timeout = min(timeout, max(0.0, wait))
-                pause = self._pause(wait, timeout)
+                pause = self._reads.pause(wait=wait, timeout=timeout)
                 if pause > 0:
                     if self._stop.wait(pause):
                         break
@@ -284,6 +287,8 @@ class Relay:
                 else:
                     self._queue_empty = True
                 self._release_due()
+                if time.monotonic() - self._clock.read_at >= self.heartbeat and self._sub is not None:
+                    self._check_clock()
                 if self.watch is not None and time.monotonic() >= self.watch.due:
                     self.watch.poll()  # Pupil Remote restarted? (a few times a second, not per message)
                 if time.monotonic() - self._last_gaze >= self.heartbeat and not self._stop.is_set():
@@ -300,31 +305,18 @@ class Relay:
             log.info("relay stopped: %s", self.counters)
         return self.counters
 
-    def _pause(self, wait: float | None, timeout: float) -> float:
-        """Seconds to let gaze queue before the next read: up to ``read_interval``, never into
-        the last ``read_interval`` (in source time) before a deadline, nor past a heartbeat."""
-        if self.read_interval <= 0 or self._data_offset is None:
-            return 0.0
-        pause = min(self.read_interval, timeout)
-        if wait is not None:
-            pause = min(pause, (wait - self.read_interval * self._speed) / self._speed)
-        return pause
-
-    def _track_speed(self, newest: float) -> None:
-        now = time.monotonic()
-        if self._speed_mark is None:
-            self._speed_mark = (now, newest)
-            return
-        wall, data = self._speed_mark
-        if now - wall >= 0.5:
-            self._speed = max(1.0, (newest - data) / (now - wall))
-            self._speed_mark = (now, newest)
-
-    def _resync(self) -> None:
+    def _check_clock(self) -> None:
+        """Every heartbeat: a jump of Pupil time beyond the reorder window (``T``, Time Sync's
+        jump) starts a new segment, as in the Capture plugin; Time Sync's slews continue."""
         try:
-            self._sync_clock()
+            jump = self._sync_clock()
         except (RemoteUnavailable, ValueError) as exc:
             log.warning("%s: Capture's clock not re-read", exc)
+            return
+        if jump is not None:
+            log.warning("Pupil time jumped by %+.3f s (T or Time Sync): new segment", jump)
+            self.session.restart(StatusEvent.CAPTURE_RESTARTED)
+            self._reads.reset()
 
     def _check_alive(self) -> None:
         """Ask Pupil Remote for the backbone's port: no answer means Capture is gone, another
@@ -336,7 +328,7 @@ class Relay:
             self.session.restart(StatusEvent.RECONNECTING)
         else:
             if port == self._sub_port:
-                self._resync()  # a T may have moved Capture's clock
+                self._check_clock()
                 return
             log.warning("Pupil Capture restarted (SUB_PORT %d, was %d): new segment", port, self._sub_port)
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
@@ -348,8 +340,7 @@ class Relay:
         self.session.receive_frames(self._pending(self._sub, limit))
         newest = self.session.newest_gaze
         if newest is not None:
-            self._data_offset = newest - time.monotonic()
-            self._track_speed(newest)
+            self._reads.seen(newest)
         self._shed_if_behind()
 
     def _behind(self) -> float:

@@ -1,0 +1,143 @@
+"""The relay follows the plugin's rule for Capture's clock: Time Sync's slews continue the session
+and its public grid, a jump beyond the reorder window (``T``, Time Sync's jump) starts a new
+segment. Read from Pupil Remote's ``t`` on the relay's heartbeats (streamdp/network/capture_clock.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import zmq
+
+from streamdp.config import SessionConfig
+from streamdp.network.capture_clock import CaptureClock
+from streamdp.network.relay import Relay
+from streamdp.network.simulator import CaptureSimulator
+from streamdp.session import Session
+from streamdp.sinks import CollectingSink
+from streamdp.synthetic import generate
+
+from .pupil_standin import time_sync
+
+THRESHOLD = 0.1  # the default reorder window
+
+
+def _reads(check: CaptureClock, changes: dict[float, float], *, seconds: float = 40.0, rate: float = 1.0):
+    """Reads once a second of a clock at ``rate`` that the timebase ``changes`` (time → amount
+    added to Pupil time) move; gaze arrives every 0.1 s, 20 ms behind the clock, and the newest
+    read is the largest (as the session's) until a jump restarts the session. The jumps the check reports."""
+    shift, newest, reported = 0.0, None, []
+    for step in range(int(seconds * 10) + 1):  # 0.1 s steps: Time Sync's slew interval
+        wall = step / 10
+        shift += changes.get(round(wall, 1), 0.0)
+        pupil = 1000.0 + wall * rate + shift
+        if step % 10 == 0:
+            jump = check.read(wall=wall, pupil=pupil, newest_gaze=newest)
+            if jump is not None:
+                reported.append((wall, jump))
+                newest = None  # the relay restarts the session: its gaze is forgotten
+        newest = pupil - 0.02 if newest is None else max(newest, pupil - 0.02)
+    return reported
+
+
+def _time_sync(offset: float, at: float) -> dict[float, float]:
+    """What Time Sync's follower does to Pupil time for one measured ``offset`` at ``at`` s (it
+    adds to the timebase: Pupil time moves by the negative)."""
+    return {round(at + after, 1): -amount for after, amount in time_sync.adjustments(offset)}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        pytest.param({}, [], id="steady"),
+        pytest.param(_time_sync(0.005, 3.0), [], id="time-sync-slews-5ms"),
+        pytest.param({**_time_sync(0.008, 3.0), **_time_sync(-0.009, 13.0), **_time_sync(0.004, 23.0)}, [],
+                     id="time-sync-slews-every-10s"),
+        pytest.param(_time_sync(0.05, 5.5), [], id="time-sync-jump-50ms-within-threshold"),
+        pytest.param(_time_sync(-1.0, 5.5), [(6.0, 1.0)], id="time-sync-jump-1s-ahead"),
+        pytest.param({5.5: -0.5}, [(6.0, -0.5)], id="T-back-half-a-second"),
+        pytest.param({5.5: -5.0}, [(6.0, -5.0)], id="T-back-5s"),
+        pytest.param({5.5: 3.0}, [(6.0, 3.0)], id="T-ahead-3s"),
+        pytest.param({5.5: 0.099}, [], id="T-ahead-within-threshold"),
+        pytest.param({5.5: -0.099}, [], id="T-back-within-threshold"),
+    ],
+)
+def test_slews_continue_and_jumps_are_told(changes, expected):
+    reported = _reads(CaptureClock(threshold=THRESHOLD), changes)
+    assert [(w, pytest.approx(j, abs=1e-6)) for w, j in reported] == expected
+
+
+@pytest.mark.parametrize("rate", [0.5, 20.0])
+def test_a_clock_at_another_rate_is_checked_only_against_the_gaze_read(rate):
+    assert _reads(CaptureClock(threshold=THRESHOLD), {5.5: 3.0}, rate=rate) == []  # ahead: not told
+    before = 1000.0 + 5.4 * rate - 0.02  # the newest gaze read before the jump
+    after = 1000.0 + 6.0 * rate - 30.0
+    reported = _reads(CaptureClock(threshold=THRESHOLD), {5.5: -30.0}, rate=rate)
+    assert reported == [(6.0, pytest.approx(after - before))]
+
+
+@pytest.mark.parametrize(
+    ("threshold", "error"),
+    [pytest.param("0.1", TypeError, id="text"), pytest.param(True, TypeError, id="bool"),
+     pytest.param(-0.1, ValueError, id="negative"), pytest.param(float("nan"), ValueError, id="nan")],
+)
+def test_a_bad_threshold_is_refused_by_name(threshold, error):
+    with pytest.raises(error, match="threshold"):
+        CaptureClock(threshold=threshold)
+
+
+# ---------------------------------------------------------------------------------- live
+
+
+def _ask(ctx: zmq.Context, address: str, command: str) -> str:
+    req = ctx.socket(zmq.REQ)
+    req.setsockopt(zmq.LINGER, 0)
+    req.connect(address)
+    try:
+        req.send_string(command)
+        assert req.poll(2000), f"Pupil Remote did not answer {command!r}"
+        return req.recv_string()
+    finally:
+        req.close()
+
+
+def _wait_for(condition, timeout: float) -> bool:
+    # the relay runs in its thread; its counters are read, never waited on through a message
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.mark.parametrize(
+    ("moves", "restarts"),
+    [
+        pytest.param([0.0005] * 10, 0, id="slews"),
+        pytest.param([-0.5], 1, id="T-back"),
+        pytest.param([1.0], 1, id="T-ahead"),
+    ],
+)
+def test_the_relay_restarts_on_captures_T_and_not_on_slews(moves, restarts):
+    rec = generate(duration=20.0, seed=3).recording
+    session = Session(SessionConfig(chunk_length=8), sinks=[CollectingSink()], seed=1, source="Capture")
+    with CaptureSimulator(rec, speed=1.0) as sim:
+        relay = Relay(session, remote=sim.remote_address, heartbeat=0.2, timeout=0.5)
+        runner = threading.Thread(target=relay.run, daemon=True)
+        runner.start()
+        try:
+            ctx = zmq.Context.instance()
+            assert _wait_for(lambda: session.newest_gaze is not None, 5.0)
+            time.sleep(1.0)  # a few heartbeats' reads of the clock at real time
+            for move in moves:
+                now = float(_ask(ctx, sim.remote_address, "t"))
+                assert _ask(ctx, sim.remote_address, f"T {now + move!r}") == "Timesync successful."
+                time.sleep(0.1)
+            _wait_for(lambda: session.counters.restarts >= 1, 2.0)
+            assert session.counters.restarts == restarts
+            assert _wait_for(lambda: session.newest_gaze is not None and session.counters.received > 0, 2.0)
+        finally:
+            relay.stop()
+            runner.join(5)
