@@ -81,11 +81,16 @@ class CaptureClock:
         """Pupil time now, as last read; None before the first read."""
         return None if self.offset is None else time.monotonic() + self.offset
 
-    def read(self, *, wall: float, pupil: float, newest_gaze: float | None) -> float | None:
+    def read(self, *, wall: float, pupil: float, newest_gaze: float | None, sync: bool = True) -> float | None:
         """Pupil time ``pupil`` read at monotonic time ``wall``, with the newest gaze time read
         so far (None before any): the jump in seconds (negative: back) when the clock jumped
-        since the last read, else None. A jump starts the reads afresh."""
-        self.offset, self.read_at = pupil - wall, wall
+        since the last read, else None. A jump starts the reads afresh.
+
+        ``sync``: map :meth:`now` to this read. The relay syncs when it connects and when gaze
+        is quiet, not while gaze may be queued: a source played faster than real time is then
+        ahead of the gaze read, and the relay would shed what it has not read (a jump syncs
+        whatever ``sync`` says: the old mapping is wrong)."""
+        self.read_at = wall
         last, rate = self._last, self._rate
         now = _Reading(wall, pupil)
         self._last = now
@@ -98,6 +103,8 @@ class CaptureClock:
                 jump = pupil - expected
         if jump is None and newest_gaze is not None and pupil < newest_gaze - self.threshold:
             jump = pupil - newest_gaze  # behind gaze Capture already sent: its clock went back
+        if sync or jump is not None:
+            self.offset = pupil - wall
         if jump is None:
             return None
         self._rate = None  # the interval with the jump says nothing of the clock's rate

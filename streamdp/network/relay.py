@@ -204,13 +204,14 @@ class Relay:
         self.connected.set()
         log.info("connected to Pupil Capture at %s (SUB_PORT %d, PUB_PORT %d)", self.remote, sub_port, pub_port)
 
-    def _sync_clock(self) -> float | None:
-        """Map the monotonic clock to Capture's (monotonic too, until ``T`` or Time Sync moves
-        it): the jump beyond the reorder window since the last read, if any."""
+    def _sync_clock(self, sync: bool = True) -> float | None:
+        """Read Capture's clock (monotonic too, until ``T`` or Time Sync moves it): the jump
+        beyond the reorder window since the last read, if any; ``sync``: map the monotonic clock
+        to it (when connecting and when gaze is quiet, never while gaze may be queued)."""
         before = time.monotonic()
         pupil = float(self._request("t"))
         wall = (before + time.monotonic()) / 2
-        return self._clock.read(wall=wall, pupil=pupil, newest_gaze=self.session.newest_gaze)
+        return self._clock.read(wall=wall, pupil=pupil, newest_gaze=self.session.newest_gaze, sync=sync)
 
     def pupil_now(self) -> float | None:
         """Capture's clock now, as last synchronized; None before the first connection."""
@@ -305,11 +306,11 @@ class Relay:
             log.info("relay stopped: %s", self.counters)
         return self.counters
 
-    def _check_clock(self) -> None:
+    def _check_clock(self, sync: bool = False) -> None:
         """Every heartbeat: a jump of Pupil time beyond the reorder window (``T``, Time Sync's
         jump) starts a new segment, as in the Capture plugin; Time Sync's slews continue."""
         try:
-            jump = self._sync_clock()
+            jump = self._sync_clock(sync)
         except (RemoteUnavailable, ValueError) as exc:
             log.warning("%s: Capture's clock not re-read", exc)
             return
@@ -328,7 +329,7 @@ class Relay:
             self.session.restart(StatusEvent.RECONNECTING)
         else:
             if port == self._sub_port:
-                self._check_clock()
+                self._check_clock(sync=True)  # gaze is quiet: the mapping is read afresh
                 return
             log.warning("Pupil Capture restarted (SUB_PORT %d, was %d): new segment", port, self._sub_port)
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
