@@ -37,6 +37,7 @@ from streamdp.privacy import (
     default_profile,
     make_mechanism,
 )
+from streamdp.privacy.gaze_mechanisms import GAZE_MECHANISMS
 from streamdp.privacy.mechanisms import DCFPA_DEFAULT_K, DEFAULT_LEVEL_SHARE
 
 B = default_profile()
@@ -421,13 +422,22 @@ def test_registries_are_complete_and_named_by_the_classes():
     assert set(MECHANISMS.values()) == _concrete_subclasses(Mechanism)
     assert dict(OFFLINE_MECHANISMS) == {"fpa": FPA}
     assert dict(HEATMAP_MECHANISMS) == {"gaussian": HeatmapGaussian, "laplace": HeatmapLaplace}
+    assert all(cls.name == name for name, cls in GAZE_MECHANISMS.items())
     every = set(MECHANISMS.values()) | set(OFFLINE_MECHANISMS.values()) | set(HEATMAP_MECHANISMS.values())
-    assert every == _concrete_subclasses(BaseMechanism)
+    assert every | set(GAZE_MECHANISMS.values()) == _concrete_subclasses(BaseMechanism)
 
 
 @pytest.mark.parametrize(
     "registry",
-    [MECHANISMS, OFFLINE_MECHANISMS, HEATMAP_MECHANISMS, DEFAULT_K, DCFPA_DEFAULT_K, DCFPA_DEFAULT_K["dft"]],
+    [
+        MECHANISMS,
+        OFFLINE_MECHANISMS,
+        HEATMAP_MECHANISMS,
+        GAZE_MECHANISMS,
+        DEFAULT_K,
+        DCFPA_DEFAULT_K,
+        DCFPA_DEFAULT_K["dft"],
+    ],
 )
 def test_registries_are_read_only(registry):
     key = next(iter(registry))
