@@ -114,6 +114,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self._order = ReorderBuffer(config.reorder_window) if reorder else None
         #: live: computed at a chunk's last step, published after the reorder window and the slack
         self._hold = ReleaseHold(config.reorder_window + config.deadline_slack)
+        #: the real-time gaze channel (config.gaze_channel), live held to each tick's public time
+        self.gaze = config.gaze_channel_for(seed, camera, live=reorder)
         self.pacing = pacing
         self.reset()
 
@@ -139,7 +141,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         late = self._order.late
         self._order.hold(item)
         self.counters.late += self._order.late - late
-        if self.pacing is None or self.pacing.due(self._order.clock - self._order.window):
+        if self.pacing is None or self.gaze is not None or self.pacing.due(self._order.clock - self._order.window):
             out += self._feed(self._order.release()) + self._advance_pipeline()
         return out + self._publish_due(self._order.clock)
 
@@ -160,8 +162,12 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         t = float(t_source)
         out = self._decoded()  # what the decoder holds comes first
         if self._order is None:
+            self._publish_gaze(self.gaze.advance(t) if self.gaze is not None else [])
             return out + self._after(self._guarded(lambda: self.pipeline.advance(t)))
-        return out + self._feed(self._order.advance(t)) + self._advance_pipeline() + self._publish_due(t)
+        out += self._feed(self._order.advance(t))
+        if self.gaze is not None:
+            self.gaze.advance(self._order.released_until)  # ticks without gaze, held to their time
+        return out + self._advance_pipeline() + self._publish_due(t)
 
     @property
     def newest_gaze(self) -> float | None:
@@ -177,13 +183,12 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         window + the slack; None before the first gaze. A live shell calls :meth:`advance_to`
         once its clock passes it, so the release happens at this public time whatever the gaze
         did."""
-        held = self._hold.next_due
-        if held is not None:
-            return held
-        due = self.pipeline.features.next_deadline
-        if due is None or self._order is None:
-            return due
-        return due + self._hold.offset
+        due = self._hold.next_due
+        if due is None:
+            due = self.pipeline.features.next_deadline
+            due = due + self._hold.offset if due is not None and self._order is not None else due
+        tick = self.gaze.next_due if self.gaze is not None else None
+        return due if tick is None else tick if due is None else min(due, tick)
 
     def _advance_pipeline(self) -> list[PrivateRelease]:
         assert self._order is not None
@@ -197,6 +202,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         """End of stream: everything held is fed, the windows finish; a partial chunk is dropped."""
         self.decoder.flush_blinks()  # the blink held for a later offset is final
         out = self._decoded() + self._drain()  # each already handed to the sinks by _feed
+        self._publish_gaze(self.gaze.flush() if self.gaze is not None else [])
         tail = self._after(self._guarded(self.pipeline.flush))
         if self.pacing is not None:
             self.pacing.restart()  # the pipeline starts afresh: the next gaze goes straight in
@@ -216,6 +222,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         if self.pacing is not None:
             self.pacing.restart()
         self._hold.reset()  # computed, not yet due: forgotten with the stream (already charged)
+        if self.gaze is not None:
+            self.gaze.reset()
 
     # ------------------------------------------------------------- shells' entry points
 
@@ -245,7 +253,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         would not run on it yet, the clock did not go back and no blink came. Per burst the
         relay then only decodes."""
         dec, order, pacing = self.decoder, self._order, self.pacing
-        if pacing is None or order is None or dec.pending_blinks:
+        if pacing is None or order is None or dec.pending_blinks or self.gaze is not None:
             return False
         if dec.pending_oldest < order.released_until - order.restart_after:
             return False  # a clock that went back: a new segment, now
@@ -355,10 +363,14 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         if taken is None:
             return []
         batch, blinks = taken
+        if self.gaze is not None:
+            self._publish_gaze(self.gaze.update(batch))
         return self._after(self._guarded(lambda: self.pipeline.update(batch, blinks)))
 
     def _publish_due(self, clock: float) -> list[PrivateRelease]:
         """The source's clock reached ``clock``: the held releases now due go to the sinks."""
+        if self.gaze is not None:
+            self._publish_gaze(self.gaze.due(clock))
         out = self._hold.due(clock)
         self._publish(out)
         return out

@@ -119,6 +119,14 @@ class SessionOutput:
         except BudgetExhausted:
             return []  # already said once, when it happened (see _publish)
 
+    def _publish_gaze(self, ticks: list[PrivateRelease]) -> None:
+        """The gaze channel's ticks, to the sinks that take them (``accepts_gaze``): a tick is not
+        a chunk, and a sink written for chunks (a CSV of features) never meets one."""
+        for sink in self.sinks:
+            if getattr(sink, "accepts_gaze", False):
+                for tick in ticks:
+                    sink.publish(tick)
+
     def _publish(self, releases: list[PrivateRelease]) -> None:
         for rel in releases:
             if self.on_release is not None:

@@ -30,7 +30,8 @@ class ReleaseSink(Protocol):
 
 
 class CollectingSink:
-    """A :class:`ReleaseSink` that keeps what it is given in ``releases`` and ``statuses``.
+    """A :class:`ReleaseSink` that keeps what it is given in ``releases`` and ``statuses``; with
+    ``accepts_gaze``, the gaze channel's ticks too, in ``ticks``.
 
     Raises
     ------
@@ -52,7 +53,10 @@ class CollectingSink:
     (0, 'running')
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, accepts_gaze: bool = False) -> None:
+        #: whether the session hands it the gaze channel's ticks
+        self.accepts_gaze = bool(accepts_gaze)
+        self.ticks: list[PrivateRelease] = []
         self.releases: list[PrivateRelease] = []
         self.statuses: list[SessionStatus] = []
         self.closed = False
@@ -60,7 +64,7 @@ class CollectingSink:
     def publish(self, release: PrivateRelease) -> None:
         check_sealed(release)
         self._check_open()
-        self.releases.append(release)
+        (self.ticks if release.ledger.get("channel") == "gaze" else self.releases).append(release)
 
     def publish_status(self, status: SessionStatus) -> None:
         check_status(status)

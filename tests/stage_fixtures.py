@@ -3,7 +3,7 @@
 A stage is fed from one of three streams, each long enough for several chunks and each with a
 6.7 s gap (windows and chunks go on through it: the step grid is public):
 
-- ``GAZE``: ordered gaze (detectors, window features, the pipelines);
+- ``GAZE``: ordered gaze (detectors, window features, gaze ticks, the pipelines);
 - ``ROWS``: the feature rows of ``GAZE``, fed straight to chunking stages, so that a stream
   continuing the step grid after a flush or reset would complete a chunk left over from before;
 - ``ARRIVAL``: ``CAPTURE`` (``GAZE`` as Capture sends it: monocular samples, alternately eye 0
@@ -30,6 +30,7 @@ from streamdp.schema import N_FEATURES
 from streamdp.stages.chunker import Chunker
 from streamdp.stages.events import EventConfig, EventDetector
 from streamdp.stages.features import FeatureRows, WindowConfig
+from streamdp.stages.gaze_ticks import Ticks
 from streamdp.synthetic import generate
 
 WINDOW = WindowConfig(window=4.0, step=0.25)
@@ -149,6 +150,16 @@ def _mechanism() -> Any:
     return make_mechanism("dcfpa", epsilon=1.0, bounds=default_profile(), chunk_length=CHUNK_LENGTH)
 
 
+def _gaze_mechanism() -> Any:
+    (registry,) = need("streamdp.privacy.gaze_mechanisms", "GAZE_MECHANISMS")
+    return registry["geo-bd"](epsilon=60.0, w=60)  # the stateful one: its state must follow the splits
+
+
+def _gaze_ticks() -> Any:
+    (ticks,) = need("streamdp.stages.gaze_ticks", "GazeTicks")
+    return ticks()
+
+
 def _rng(seed: int) -> Any:
     (secure_generator,) = need("streamdp.privacy.noise", "secure_generator")
     return secure_generator(seed)
@@ -194,6 +205,11 @@ def releases_flat(parts: list[list[Any]]) -> Flat:
     return {**chunks_flat([releases]), "ledger": [dict(r.ledger) for r in releases]}
 
 
+def ticks_flat(parts: list[Ticks]) -> Flat:
+    ticks = Ticks.concat(parts)
+    return {"t": ticks.t, "deg": ticks.deg, "has_gaze": ticks.has_gaze}
+
+
 def columns_flat(parts: list[GazeColumns]) -> Flat:
     fields = [f.name for f in dataclasses.fields(GazeColumns)]
     return {k: np.concatenate([np.asarray(getattr(p, k)) for p in parts]) for k in fields}
@@ -223,6 +239,22 @@ FIXTURES: dict[str, Fixture] = {
         ARRIVAL,
         columns_flat,
         expected=lambda cls, _: columns_flat([GazeColumns.from_batch(CAPTURE)]),
+    ),
+    "streamdp.stages.gaze_ticks.GazeTicks": Fixture(lambda cls, _: cls(), GAZE, ticks_flat),
+    "streamdp.stages.gaze_privatizer.GazePrivatizer": Fixture(
+        lambda cls, seed: cls(_gaze_mechanism(), fov_deg=EVENTS.fov_deg, rate=60.0, rng=_rng(seed)),
+        GAZE,
+        releases_flat,
+        _through(_gaze_ticks),
+        seeded=True,
+    ),
+    "streamdp.gaze_channel.GazeChannel": Fixture(
+        lambda cls, seed: cls(
+            _gaze_mechanism(), rate=60.0, fov_deg=EVENTS.fov_deg, min_confidence=EVENTS.min_confidence, rng=_rng(seed)
+        ),
+        GAZE,
+        releases_flat,
+        seeded=True,
     ),
     "streamdp.pipeline.FeaturePipeline": Fixture(lambda cls, _: cls(window=WINDOW), GAZE, rows_flat),
     "streamdp.pipeline.ChunkPrivatizer": Fixture(

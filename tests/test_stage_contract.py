@@ -158,7 +158,19 @@ def _is_empty(flat: Flat) -> bool:
     return all(len(v) == 0 for v in flat.values())
 
 
-_BUDGET_KEYS = ("chunk_index", "epsilon_spent", "epsilon_w")
+_BUDGET_KEYS = (
+    "chunk_index",
+    "epsilon_spent",
+    "epsilon_w",
+    # the gaze channel's: its ticks count on, and geo-bd's spend follows the window's budget
+    "tick_index",
+    "epsilon_spent_per_degree",
+    "epsilon_tick_per_degree",
+)
+
+
+def _spent(entry: dict[str, Any]) -> float:
+    return float(entry["epsilon_spent"] if "epsilon_spent" in entry else entry["epsilon_spent_per_degree"])
 
 
 def _stream_part(case: Case, flat: Flat) -> Flat:
@@ -186,7 +198,7 @@ def _assert_new_stream(case: Case, stage: Any, last_fed: float, clock: str, afte
     _assert_identical(_stream_part(case, again), _stream_part(case, fresh), f"a new stream after {after}")
     if case.fixture.seeded:
         assert not np.array_equal(again["values"], fresh["values"]), "the noise was replayed"
-        assert again["ledger"][0]["epsilon_spent"] > fresh["ledger"][0]["epsilon_spent"], "the budget was reset"
+        assert _spent(again["ledger"][0]) > _spent(fresh["ledger"][0]), "the budget was reset"
 
 
 # ----------------------------------------------------------------------------- the contract

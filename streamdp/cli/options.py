@@ -1,7 +1,7 @@
 """Command-line options generated from :class:`~streamdp.config.SessionConfig`.
 
 Every field of the configuration carries what the command line needs in its metadata: ``help``,
-``group`` (``privacy``, ``features`` or ``live``) and optionally ``choices``. A command asks for
+``group`` (``privacy``, ``features``, ``gaze`` or ``live``) and optionally ``choices``. A command asks for
 the groups it uses; :func:`add_config_options` turns each field of those groups into an option
 named after it (``chunk_length`` → ``--chunk-length``) and :func:`config_from` turns the parsed
 options back into a :class:`SessionConfig`. A field added to the configuration therefore reaches
@@ -37,7 +37,7 @@ from ..config import SessionConfig
 from ..errors import InputError, StreamdpError
 
 #: the option groups a configuration field may belong to, in the order help shows them
-GROUPS = ("privacy", "features", "live")
+GROUPS = ("privacy", "features", "gaze", "live")
 
 #: words an ``int | str`` field accepts besides integers, for fields whose metadata does not list
 #: them under ``keywords``

@@ -19,6 +19,7 @@ import numpy as np
 from ..kernels.geometry import CAMERA_FOV_DEG
 from ..privacy.accountant import UNITS
 from ..privacy.bounds import WEIGHTS_PROFILES
+from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS
 from ..schedule_defaults import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
 from ..signals import DEFAULT_SIGNAL, SIGNALS
@@ -34,6 +35,12 @@ DEFAULT_EPSILON = 10.0
 DEFAULT_EPSILON_CEILING = 200.0
 #: the shipped allocation used unless the configuration names another (docs/evaluation.md)
 DEFAULT_WEIGHTS = "task"
+
+#: the real-time gaze channel's defaults: ticks a second, the window w (1 s of ticks) and ε per
+#: degree over it (1 per degree and tick: docs/gaze-channel.md)
+DEFAULT_GAZE_RATE = 60.0
+DEFAULT_GAZE_W = 60
+DEFAULT_GAZE_EPSILON = 60.0
 
 #: the scene camera when neither the configuration nor the source names one
 DEFAULT_CAMERA = "pupil_core_720p"
@@ -155,6 +162,16 @@ class ConfigFields:
     blink_offset: float = _opt(_EVENTS.blink_offset, "blink filter offset threshold", "features")
     min_blink_duration: float = _opt(_EVENTS.min_blink_duration, "shortest blink in s", "features")
     max_blink_duration: float = _opt(_EVENTS.max_blink_duration, "longest blink in s", "features")
+    # the real-time gaze channel
+    gaze_channel: bool = _opt(
+        False, "also publish sanitized gaze positions on streamdp.gaze.<mechanism>, every tick", "gaze"
+    )
+    gaze_mechanism: str = _opt("geo-uniform", "the gaze channel's mechanism", "gaze", choices=tuple(GAZE_MECHANISMS))
+    gaze_epsilon: float = _opt(
+        DEFAULT_GAZE_EPSILON, "ε per degree of gaze displacement (L1) over any gaze_w consecutive ticks", "gaze"
+    )
+    gaze_w: int = _opt(DEFAULT_GAZE_W, "ticks whose ε together is gaze_epsilon (the w-event window)", "gaze")
+    gaze_rate: float = _opt(DEFAULT_GAZE_RATE, "ticks a second on the source's clock (a public grid)", "gaze")
     # live
     reorder_window: float = _opt(0.1, "s of live gaze held back to put it in time order", "live")
     deadline_slack: float = _opt(
@@ -186,13 +203,16 @@ class ConfigFields:
             choices = f.metadata.get("choices")
             if choices is not None and value is not None and value not in choices:
                 raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
-        for name in ("window", "step", "reorder_window", "max_event_duration", "deadline_slack"):
+        real = ("window", "step", "reorder_window", "max_event_duration", "deadline_slack", "gaze_epsilon", "gaze_rate")
+        for name in real:
             _check_real(name, getattr(self, name))
         for name in ("epsilon", "epsilon_per_feature", "epsilon_ceiling", "level_share", "budget", *EVENT_FIELDS):
             value = getattr(self, name)
             if name != "units" and value is not None:
                 _check_real(name, value)
-        for name in ("chunk_length", "w", "seed"):
+        if not isinstance(self.gaze_channel, (bool, np.bool_)):
+            raise TypeError(f"gaze_channel must be True or False, got {self.gaze_channel!r}")
+        for name in ("chunk_length", "w", "seed", "gaze_w"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
                 raise TypeError(f"{name} must be an int, got {v!r}")
@@ -202,6 +222,9 @@ class ConfigFields:
             value = getattr(self, name)
             if value < 0 or not math.isfinite(value):
                 raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
+        for name in ("gaze_epsilon", "gaze_rate", "gaze_w"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if self.epsilon_ceiling is not None and not self.epsilon_ceiling > 0:
             raise ValueError(f"epsilon_ceiling must be > 0 (or None: no ceiling), got {self.epsilon_ceiling!r}")
         if not (self.max_event_duration > 0 and math.isfinite(self.max_event_duration)):

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ..gaze_channel import GazeChannel
 from ..kernels.geometry import CAMERA_FOV_DEG
 from ..pipeline import ChunkPrivatizer, FeaturePipeline, PrivatePipeline
 from ..privacy.accountant import PrivacyUnit
 from ..privacy.bounds import BoundsProfile, default_profile, weights_profile
+from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
 from ..privacy.mechanisms import Mechanism, make_mechanism
 from ..privacy.noise import secure_generator
 from ..privacy.randomness import RandomSource
@@ -22,6 +24,9 @@ from ..stages.events import EventConfig
 from ..stages.features import WindowConfig
 from .fields import DEFAULT_CAMERA, DEFAULT_EPSILON, DEFAULT_WEIGHTS, EVENT_FIELDS
 from .toml_files import ConfigFiles
+
+#: added to a seed for the gaze channel's noise
+GAZE_SEED_OFFSET = 0x6A2E
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,45 @@ class SessionConfig(ConfigFiles):
     def check(self) -> SessionConfig:
         """Build everything once, so that bad options fail before any socket or file exists."""
         self.mechanism_instance()
+        self.gaze_mechanism_instance()
         return self
+
+    def gaze_mechanism_instance(self, source_camera: str | None = None) -> GazeMechanism | None:
+        """The gaze channel's mechanism (None when the channel is off): ε per degree over
+        ``gaze_w`` ticks, positions clipped to the scene camera's public field of view.
+
+        Raises
+        ------
+        ValueError
+            The channel is on for a signal that is not scene gaze, or a parameter the mechanism
+            refuses.
+        """
+        if not self.gaze_channel:
+            return None
+        if self.signal != DEFAULT_SIGNAL:
+            raise ValueError(f"gaze_channel needs scene gaze (signal {DEFAULT_SIGNAL!r}), got signal {self.signal!r}")
+        fx, fy = self.event_config(source_camera).fov_deg
+        return GAZE_MECHANISMS[self.gaze_mechanism](epsilon=self.gaze_epsilon, w=self.gaze_w, field=(fx / 2, fy / 2))
+
+    def gaze_channel_for(
+        self, seed: int | None = None, source_camera: str | None = None, *, live: bool = False
+    ) -> GazeChannel | None:
+        """The real-time gaze channel (None when off); ``live``: each tick held to its public time
+        (the tick + the reorder window + the slack). Its noise has a source of its own: the OS
+        CSPRNG, or with a seed ``seed + GAZE_SEED_OFFSET`` (the chunks' noise never repeats in the
+        ticks')."""
+        mechanism = self.gaze_mechanism_instance(source_camera)
+        if mechanism is None:
+            return None
+        seed = self.seed if seed is None else seed
+        return GazeChannel(
+            mechanism,
+            rate=self.gaze_rate,
+            fov_deg=self.event_config(source_camera).fov_deg,
+            min_confidence=self.min_confidence,
+            rng=secure_generator(None if seed is None else seed + GAZE_SEED_OFFSET),
+            hold=self.reorder_window + self.deadline_slack if live else None,
+        )
 
     def rng(self, seed: int | None = None) -> RandomSource:
         """The noise's random source: bits from the OS CSPRNG when neither ``seed`` nor the

@@ -160,6 +160,9 @@ class ReleasePublisher:
     >>> sink.close()
     """
 
+    #: the gaze channel's ticks go out here too, on ``streamdp.gaze.<mechanism>``
+    accepts_gaze = True
+
     def __init__(
         self,
         endpoint: str = "tcp://127.0.0.1:5570",

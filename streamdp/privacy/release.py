@@ -53,8 +53,10 @@ if TYPE_CHECKING:
 
 #: made once per process, never stored or sent anywhere: a release sealed elsewhere does not verify
 _KEY = secrets.token_bytes(32)
-_PRIVATIZER_MODULE = "streamdp.stages.privatizer"
-_mint_claimed = False
+#: the modules that make releases, each claiming its handle of the mint once when imported: the
+#: chunks' privatizer and the real-time gaze channel's
+_PRIVATIZER_MODULES = frozenset({"streamdp.stages.privatizer", "streamdp.stages.gaze_privatizer"})
+_mints_claimed: set[str] = set()
 _pack = msgpack.Packer(use_bin_type=True).pack
 
 #: ledger entries that stay on the device: raw functions of the gaze (how many inputs were
@@ -139,8 +141,9 @@ class PrivateRelease:
 
     @property
     def topic(self) -> str:
-        """``streamdp.features.<mechanism>``: the topic this release is published on."""
-        return f"streamdp.features.{self._ledger['mechanism']}"
+        """``streamdp.features.<mechanism>`` (a chunk) or ``streamdp.gaze.<mechanism>`` (a tick of
+        the real-time gaze channel, whose ledger says ``channel: gaze``): where it is published."""
+        return f"streamdp.{self._ledger.get('channel', 'features')}.{self._ledger['mechanism']}"
 
     def to_message(self) -> dict[str, Any]:
         """The msgpack-ready payload published on :attr:`topic`: plain Python types only
@@ -238,18 +241,21 @@ class ReleaseMint:
 
 
 def claim_mint() -> ReleaseMint:
-    """Hand this process's only :class:`ReleaseMint` to the privatizer module, once.
+    """Hand this process's only :class:`ReleaseMint` to a privatizer module, once each.
 
     Raises
     ------
     RuntimeError
-        Called from anywhere but ``streamdp.stages.privatizer``, or a second time.
+        Called from anywhere but ``streamdp.stages.privatizer`` or
+        ``streamdp.stages.gaze_privatizer``, or a second time from one of them.
     """
-    global _mint_claimed
     caller = sys._getframe(1).f_globals.get("__name__")
-    if caller != _PRIVATIZER_MODULE or _mint_claimed:
-        raise RuntimeError("the release mint belongs to streamdp.stages.privatizer, which claimed it when imported")
-    _mint_claimed = True
+    if caller not in _PRIVATIZER_MODULES or caller in _mints_claimed:
+        raise RuntimeError(
+            "the release mint belongs to streamdp.stages.privatizer and streamdp.stages.gaze_privatizer, "
+            "which claimed it when imported"
+        )
+    _mints_claimed.add(caller)
     mint = object.__new__(ReleaseMint)
     object.__setattr__(mint, "_key", _KEY)
     return mint

@@ -1,0 +1,122 @@
+"""The real-time gaze channel: ordered gaze → public ticks → sanitized positions, one release a tick.
+
+Beside the 52 features every 16–32 s, interactive apps (dwell selection, scrolling, foveation) need
+gaze positions now. :class:`GazeChannel` turns the session's ordered gaze into one position per
+tick of a public grid (``k / rate`` of the source's clock: :class:`~streamdp.stages.gaze_ticks.GazeTicks`)
+and each tick into a sealed release on ``streamdp.gaze.<mechanism>``
+(:class:`~streamdp.stages.gaze_privatizer.GazePrivatizer`), noised by a metric-private mechanism
+(:mod:`streamdp.privacy.gaze_mechanisms`). A tick without usable gaze is given the public centre
+and noised like any other: the channel never has a gap that would tell a blink.
+"""
+
+from __future__ import annotations
+
+from .gaze import GazeBatch
+from .privacy.gaze_mechanisms import GazeMechanism
+from .privacy.randomness import RandomSource
+from .privacy.release import PrivateRelease
+from .stages.base import Stage
+from .stages.gaze_privatizer import GazePrivatizer
+from .stages.gaze_ticks import GazeTicks, Ticks
+from .stages.hold import ReleaseHold
+
+__all__ = ["GazeChannel"]
+
+
+class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
+    """Ticks and their privatizer, with the stage contract (``update``, ``advance``, ``flush``,
+    ``reset``), returning the sealed releases to publish now.
+
+    Parameters
+    ----------
+    mechanism : GazeMechanism
+        A registered gaze mechanism.
+    rate : float
+        Ticks a second on the source's clock.
+    fov_deg : (float, float)
+        The scene camera's public field of view.
+    min_confidence : float
+        Samples below it are not gaze.
+    rng : RandomSource
+        The noise's source.
+    hold : float or None
+        Live: source seconds from a tick to its public release time (the session's reorder window
+        and slack: a tick is computed once the ordered gaze passes it and released then, whatever
+        the gaze did). None: released as computed (a recording).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamdp.privacy import secure_generator
+    >>> from streamdp.privacy.gaze_mechanisms import GazeUniform
+    >>> from streamdp.synthetic import generate
+    >>> channel = GazeChannel(GazeUniform(epsilon=60.0, w=60), rate=60.0, fov_deg=(99.0, 53.0),
+    ...                       min_confidence=0.6, rng=secure_generator(0))
+    >>> releases = channel.update(generate(duration=1.0, seed=1).recording.gaze) + channel.flush()
+    >>> len(releases), releases[0].topic, releases[0].names
+    (61, 'streamdp.gaze.geo-uniform', ('x_deg', 'y_deg', 'x_norm', 'y_norm'))
+    """
+
+    def __init__(
+        self,
+        mechanism: GazeMechanism,
+        *,
+        rate: float,
+        fov_deg: tuple[float, float],
+        min_confidence: float,
+        rng: RandomSource,
+        hold: float | None = None,
+    ) -> None:
+        self.ticks = GazeTicks(rate=rate, fov_deg=fov_deg, min_confidence=min_confidence)
+        self.privatizer = GazePrivatizer(mechanism, fov_deg=fov_deg, rate=rate, rng=rng)
+        self.rate = float(rate)
+        self._hold = None if hold is None else ReleaseHold(hold)
+        #: the time of the last tick computed (None before any)
+        self.last_tick: float | None = None
+
+    @property
+    def next_due(self) -> float | None:
+        """Live: the public release time of the next tick, held or still to compute (None before
+        the first gaze: the grid starts with it)."""
+        if self._hold is None:
+            return None
+        held = self._hold.next_due
+        if held is not None or self.last_tick is None:
+            return held
+        return (round(self.last_tick * self.rate) + 1) / self.rate + self._hold.offset
+
+    def due(self, clock: float) -> list[PrivateRelease]:
+        """Live: the held ticks whose public time ``clock`` reached."""
+        return [] if self._hold is None else self._hold.due(clock)
+
+    def update(self, batch: GazeBatch) -> list[PrivateRelease]:
+        """Ordered gaze: the ticks it closes, sanitized."""
+        return self._release(self.ticks.update(batch))
+
+    def advance(self, clock: float) -> list[PrivateRelease]:
+        """The source's clock reached ``clock`` without more gaze: the ticks it closes."""
+        return self._release(self.ticks.advance(clock))
+
+    def flush(self) -> list[PrivateRelease]:
+        """End of stream: the ticks up to the last sample's, and every tick held."""
+        out = self._release(self.ticks.flush())
+        return out if self._hold is None else self._hold.take_all()
+
+    def reset(self) -> None:
+        """A new stream; the mechanism's spending over the last ``w`` ticks is kept."""
+        self.ticks.reset()
+        self.privatizer.reset()
+        self.last_tick = None
+        if self._hold is not None:
+            self._hold.reset()  # computed, not yet due: forgotten with the stream
+
+    def _release(self, ticks: Ticks) -> list[PrivateRelease]:
+        """Sanitize ``ticks``: returned (a recording) or held to their public time (live)."""
+        if not len(ticks):
+            return []
+        self.last_tick = float(ticks.t[-1])
+        releases = self.privatizer.update(ticks)
+        if self._hold is None:
+            return releases
+        self._hold.add(releases)
+        return []

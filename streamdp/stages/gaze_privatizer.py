@@ -1,0 +1,152 @@
+"""Ticks in, sealed gaze releases out: the real-time channel's privatizer.
+
+The second maker of releases beside :mod:`streamdp.stages.privatizer`: importing this module
+claims its handle of the process's :class:`~streamdp.privacy.release.ReleaseMint`, which lives
+only inside :meth:`GazePrivatizer.update`, after the gaze mechanism's noise. Each tick becomes one
+release on ``streamdp.gaze.<mechanism>``: its public tick time and the sanitized position in
+degrees and in scene-normalized units (the latter a function of the former and the camera's
+public field of view). Whether the tick had gaze, how many inputs were clipped and the raw
+position stay on the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..kernels.geometry import degrees_to_norm
+from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
+from ..privacy.noise import secure_generator
+from ..privacy.randomness import RandomSource
+from ..privacy.release import PrivateRelease, ReleaseMint, claim_mint
+from .base import Stage
+from .gaze_ticks import Ticks
+from .privatizer import GENERATOR_KEY, check_rng
+
+__all__ = ["GAZE_NAMES", "GazePrivatizer"]
+
+#: the columns of a gaze release: degrees from the scene camera's axis, then normalized scene units
+GAZE_NAMES = ("x_deg", "y_deg", "x_norm", "y_norm")
+
+
+def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[PrivateRelease]]:
+    def update(self: GazePrivatizer, ticks: Ticks) -> list[PrivateRelease]:
+        """Perturb each tick's position and seal it; one release per tick, in order."""
+        if not len(ticks.t):
+            return []
+        res = self.mechanism.release(ticks.deg, self._state, self.rng)
+        nx, ny = degrees_to_norm(res.values[:, 0], res.values[:, 1], self.fov_deg)
+        values = np.column_stack([res.values, nx, ny])
+        out: list[PrivateRelease] = []
+        for i in range(len(ticks.t)):
+            self._spent += float(res.epsilon[i])
+            entry: dict[str, Any] = {
+                # the guarantee in words at every whole second of the public grid
+                **(self._public if round(float(ticks.t[i]) * self.rate) % self._every == 0 else self._brief),
+                "tick_index": self._ticks,
+                "epsilon_tick_per_degree": float(res.epsilon[i]),
+                "epsilon_spent_per_degree": self._spent,
+                "clipped_fraction": res.clipped_fraction,
+            }
+            self._ticks += 1
+            out.append(
+                mint.seal(
+                    t=ticks.t[i : i + 1],
+                    values=values[i : i + 1],
+                    names=GAZE_NAMES,
+                    ledger=entry,
+                    clipped_fraction=res.clipped_fraction,
+                )
+            )
+        return out
+
+    return update
+
+
+def check_gaze_mechanism(mechanism: object) -> GazeMechanism:
+    """``mechanism`` if it is an instance of a registered gaze mechanism class (not a subclass).
+
+    Raises
+    ------
+    TypeError
+        Anything else, named.
+    """
+    if type(mechanism) not in GAZE_MECHANISMS.values():
+        raise TypeError(
+            f"mechanism must be one of the registered gaze mechanisms ({', '.join(GAZE_MECHANISMS)}), "
+            f"got {type(mechanism).__name__}"
+        )
+    return mechanism  # type: ignore[return-value]
+
+
+class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
+    """Perturbs each tick's position with a gaze mechanism and seals it.
+
+    Parameters
+    ----------
+    mechanism : GazeMechanism
+        A registered gaze mechanism (:data:`~streamdp.privacy.gaze_mechanisms.GAZE_MECHANISMS`).
+    fov_deg : (float, float)
+        The scene camera's public field of view: degrees to normalized units.
+    rate : float
+        The public tick rate in Hz (stated in the ledger).
+    rng : RandomSource or numpy Generator, optional
+        The noise's source (default: the OS's CSPRNG).
+
+    Raises
+    ------
+    TypeError
+        ``mechanism`` is not a registered gaze mechanism, ``rng`` not a random source.
+    """
+
+    update = _update_with(claim_mint())
+
+    def __init__(
+        self,
+        mechanism: GazeMechanism,
+        *,
+        fov_deg: tuple[float, float],
+        rate: float,
+        rng: RandomSource | np.random.Generator | None = None,
+    ) -> None:
+        self._mechanism = check_gaze_mechanism(mechanism)
+        self._rng = check_rng(rng) if rng is not None else secure_generator()
+        self.fov_deg = (float(fov_deg[0]), float(fov_deg[1]))
+        self.rate = float(rate)
+        self._public = {
+            "channel": "gaze",
+            **mechanism.describe(),
+            "rate_hz": float(rate),
+            "fov_deg": list(self.fov_deg),
+            GENERATOR_KEY: self._rng.ledger_label,
+        }
+        #: the guarantee in words only on the ticks at whole seconds (a tick's message stays small)
+        self._brief = {k: v for k, v in self._public.items() if k != "guarantee"}
+        self._every = max(1, round(rate))
+        self._state = mechanism.new_state()
+        self._ticks = 0
+        self._spent = 0.0
+
+    @property
+    def mechanism(self) -> GazeMechanism:
+        return self._mechanism
+
+    @property
+    def rng(self) -> RandomSource:
+        return self._rng
+
+    @property
+    def spent_per_degree(self) -> float:
+        """ε per degree spent by every tick so far (the sum over ticks; the guarantee of any w
+        consecutive ticks is the mechanism's ``epsilon``)."""
+        return self._spent
+
+    def flush(self) -> list[PrivateRelease]:
+        """Nothing is held between ticks: always ``[]``."""
+        return []
+
+    def reset(self) -> None:
+        """Forget the stream but not the mechanism's state: the ε spent in the last ``w`` ticks
+        still counts, so a restart cannot buy a fresh window's budget."""
