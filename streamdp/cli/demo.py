@@ -7,7 +7,10 @@ Chunks go to stdout (``--json``: one JSON object per chunk, the message as publi
 followed by what only this device knows about it (its clip rate, from the session itself: never
 in a message); what runs, the budget and the relay's summary go to stderr. The session's status
 stays local too: the networked demo reads it from the session (a sink of its own), not from the
-sanitized socket, which carries chunks only.
+sanitized socket, which carries chunks only. With ``--gaze-channel`` the session also releases the
+real-time gaze channel's ticks (60 a second by default); the subscriber (or, ``--offline``, a sink
+of the session) counts them and, after the chunks, one line says in words what was received and
+what it protects (on stderr with ``--json``, where stdout holds the chunks only).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import Any
 
 from ..config import SessionConfig
 from ..errors import StreamdpError
@@ -24,7 +28,9 @@ from ..session import Session
 from ..status import SessionStatus, StatusEvent, check_status
 from .console import say
 from .format import PrintingSink, counted, format_chunk, format_local, format_status, json_line
-from .options import add_config_file_option, add_config_options, checked, config_from
+from .gaze_format import GAZE_TOPIC, GazeTally
+from .gaze_options import gaze_options_checked
+from .options import add_config_file_option, add_config_options
 from .parsing import NON_NEGATIVE, POSITIVE
 
 #: the synthetic gaze's sampling rate (Hz)
@@ -43,7 +49,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--offline", action="store_true", help="run the session in-process, without sockets")
     p.add_argument("--json", action="store_true", help="print each chunk as one JSON object per line, as published")
     add_config_file_option(p)
-    add_config_options(p, ["privacy", "features", "live"])
+    add_config_options(p, ["privacy", "features", "gaze", "live"])
     p.set_defaults(handler=run)
 
 
@@ -96,19 +102,32 @@ def _synthetic(seconds: float) -> Recording:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = checked(config_from(args))  # bad options fail here, before any socket exists
+    config = gaze_options_checked(args)  # bad options fail here, before any socket exists
     rec = _synthetic(args.seconds)
     check_long_enough(args.seconds, rec, config)
     return _offline(args, config, rec) if args.offline else _networked(args, config, rec)
 
 
+def _gaze_summary(args: argparse.Namespace, tally: GazeTally | None) -> None:
+    """After the chunks: the gaze channel received, in words (stdout; with ``--json``, stderr)."""
+    if tally is None:
+        return
+    if args.json:
+        say(f"streamdp demo: {tally.summary()}")
+    else:
+        print(tally.summary(), flush=True)
+
+
 def _offline(args: argparse.Namespace, config: SessionConfig, rec: Recording) -> int:
-    session = Session.for_recording(config, rec, sinks=[PrintingSink(sys.stdout, as_json=args.json)])
+    tally = GazeTally() if config.gaze_channel else None
+    printer = PrintingSink(sys.stdout, as_json=args.json)
+    session = Session.for_recording(config, rec, sinks=[printer] if tally is None else [printer, tally])
     say(
         f"streamdp demo: {args.seconds:g} s of synthetic {RATE:g} Hz gaze → 52 features every {config.step:g} s → "
         f"{config.mechanism} chunks of {config.chunk_length} steps",
     )
     releases = session.run(rec)  # an exhausted budget is logged once, by the session
+    _gaze_summary(args, tally)
     say(f"streamdp demo: {counted(len(releases), 'sanitized chunk')} released")
     return 0 if releases else 1
 
@@ -149,16 +168,24 @@ def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording) 
     from ..network.sink import ReleasePublisher
     from ..network.subscriber import connect_subscriber
 
-    # a demo on loopback, to its own subscriber: a --seed makes it reproducible, as asked
-    publisher = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=config.seed is not None)
-    sub = connect_subscriber(publisher.endpoint, ("streamdp.features.",))
+    # a demo on loopback, to its own subscriber: a --seed makes it reproducible, as asked; with the
+    # gaze channel, no queue limit: played as fast as possible, thousands of ticks come at once
+    # and a chunk among them must not be dropped
+    tally = GazeTally() if config.gaze_channel else None
+    publisher = ReleasePublisher(
+        "tcp://127.0.0.1:0",
+        publish_reproducible_noise_not_private=config.seed is not None,
+        sndhwm=1000 if tally is None else 0,
+    )
+    topics = ("streamdp.features.",) if tally is None else ("streamdp.features.", GAZE_TOPIC)
+    sub = connect_subscriber(publisher.endpoint, topics, rcvhwm=None if tally is None else 0)
     tap = LocalTap()
     sim: CaptureSimulator | None = None
     relay: Relay | None = None
     thread: threading.Thread | None = None
     got = 0
     try:
-        if not publisher.wait_for_subscribers(1, timeout=5.0):  # before anything is published
+        if not publisher.wait_for_subscribers(len(topics), timeout=5.0):  # before anything is published
             raise StreamdpError(f"the demo's subscriber did not reach {publisher.endpoint} within 5 s")
         session = Session(config, sinks=[tap, publisher], camera=rec.camera, source="simulated Pupil Capture")
         sim = CaptureSimulator(rec, speed=args.speed, wait_for_subscriber=True, hwm=0)
@@ -180,8 +207,12 @@ def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording) 
                 break  # the session said it, once: nothing more comes
             if not sub.poll(100):
                 continue
-            msg = msgpack.unpackb(sub.recv_multipart()[1], raw=False, strict_map_key=False)
+            topic, payload = sub.recv_multipart()[:2]
+            msg = msgpack.unpackb(payload, raw=False, strict_map_key=False)
             last = time.monotonic()
+            if tally is not None and topic.startswith(GAZE_TOPIC.encode()):
+                tally.add(msg)
+                continue
             if args.json:
                 print(json_line(msg), flush=True)
             else:
@@ -197,7 +228,21 @@ def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording) 
         summary = format_status(relay.status(StatusEvent.STOPPED)) if relay is not None else ""
         if sim is not None:
             sim.stop()
+        if tally is not None and got:
+            _drain_ticks(sub, tally)
         sub.close(linger=0)
         publisher.close()
+    _gaze_summary(args, tally)
     say(f"streamdp demo: {counted(got, 'sanitized chunk')} received; relay {summary}")
     return 0 if got else 1
+
+
+def _drain_ticks(sub: Any, tally: GazeTally) -> None:
+    """The ticks published before the relay stopped, still on their way: read until 0.1 s passes
+    without one."""
+    import msgpack
+
+    while sub.poll(100):
+        topic, payload = sub.recv_multipart()[:2]
+        if topic.startswith(GAZE_TOPIC.encode()):
+            tally.add(msgpack.unpackb(payload, raw=False, strict_map_key=False))

@@ -6,7 +6,8 @@ options, the addresses, the CURVE certificates, the port to listen on (in use?),
 Once connected to Capture, and whenever Pupil Remote restarts its server, the relay says in one line
 whether the deployment is private (``streamdp doctor``'s check: where Capture's raw-gaze ports
 listen). SIGINT and SIGTERM end the loop between two batches (no partial chunk); the stop line is the
-session's status in words.
+session's status in words. With ``--gaze-channel`` the same publisher also sends the real-time
+gaze channel's ticks on ``streamdp.gaze.<mechanism>``, each at its public time.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from typing import Any
 from ..errors import InputError, StreamdpError
 from .console import error_text, on_stop_signals, say
 from .format import describe_epsilon, format_status
-from .options import add_config_file_option, add_config_options, checked, config_from
+from .gaze_format import describe_gaze_channel
+from .gaze_options import gaze_options_checked
+from .options import add_config_file_option, add_config_options
 from .parsing import POSITIVE
 
 #: where the realtime API's exceptions come from (it raises its own types, aiohttp's and asyncio's)
@@ -62,7 +65,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--invisible", action="store_true", help="the device is a Pupil Invisible (scene 1088×1080)")
     add_config_file_option(p)
-    add_config_options(p, ["privacy", "features", "live"])
+    add_config_options(p, ["privacy", "features", "gaze", "live"])
     p.set_defaults(handler=run)
 
 
@@ -147,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     from ..session import Session
     from ..status import StatusEvent
 
-    config = checked(config_from(args))  # bad options fail before any socket exists
+    config = gaze_options_checked(args)  # bad options fail before any socket exists
     if args.neon is None:
         check_address(args.remote, example="tcp://127.0.0.1:50020")
     curve = _curve(args)
@@ -194,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         say(
             f"streamdp relay: {source} → {publisher.endpoint} ({config.mechanism}, "
             f"{describe_epsilon(config.mechanism_instance().describe())}, {config.unit} unit, "
-            f"scene camera {session.camera}); "
+            f"scene camera {session.camera}){describe_gaze_channel(config)}; "
             f"status for this device only on {status.endpoint}",
         )
         try:

@@ -14,7 +14,8 @@ import sys
 from ..errors import StreamdpError
 from .common import add_csv_options, csv_layout
 from .format import counted, json_line
-from .options import add_config_file_option, add_config_options, checked, config_from
+from .gaze_options import gaze_options_checked
+from .options import add_config_file_option, add_config_options
 from .parsing import COUNT
 
 
@@ -37,7 +38,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object per recording on stdout")
     add_config_file_option(p)
-    add_config_options(p, ["privacy", "features"])
+    add_config_options(p, ["privacy", "features", "gaze"])
     add_csv_options(p)
     p.set_defaults(handler=run)
 
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.scheduler and args.executor != "dask":
         raise StreamdpError("--scheduler applies to --executor dask only")
-    config = checked(config_from(args))  # bad options fail here, before any work starts
+    config = gaze_options_checked(args)  # bad options fail here, before any work starts
     layout = csv_layout(args, config)
     results = replay(
         args.paths,
@@ -69,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"skipped {r.path}: {r.skipped}", file=sys.stderr)
         elif not args.json:
             noise = f"noise {noise_statement(r.seed)}"
-            print(f"{r.path}: {counted(r.chunks, 'sanitized chunk')} ({noise}) → {args.out}/{r.name}.*")
+            ticks = f", {counted(r.ticks, 'gaze tick')}" if config.gaze_channel else ""
+            print(f"{r.path}: {counted(r.chunks, 'sanitized chunk')}{ticks} ({noise}) → {args.out}/{r.name}.*")
     written = sum(1 for r in results if r.chunks)
     if not written:
         print(

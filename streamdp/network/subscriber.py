@@ -63,8 +63,11 @@ def connect_subscriber(
     server_public_key: Path | None = None,
     client_certificate: Path | None = None,
     context: zmq.Context | None = None,
+    rcvhwm: int | None = None,
 ) -> zmq.Socket:
-    """A SUB socket on the relay, with CURVE when the relay requires it.
+    """A SUB socket on the relay, with CURVE when the relay requires it; ``rcvhwm`` sets its
+    receive high-water mark (messages queued before ZeroMQ drops; 0: no limit; default ZeroMQ's,
+    1000).
 
     Raises
     ------
@@ -83,6 +86,8 @@ def connect_subscriber(
         keys = (server_public, *read_certificate(client_certificate, secret=True))
     sock = (context or zmq.Context.instance()).socket(zmq.SUB)
     sock.linger = 0
+    if rcvhwm is not None:
+        sock.rcvhwm = rcvhwm  # before connecting, or it does not apply
     if keys is not None:
         sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = keys
     sock.connect(endpoint)

@@ -5,7 +5,10 @@ session makes it, so a replay holds no release after it is written (a 16 h recor
 thousands). The ledger (one small entry per chunk) and the Parquet table (written in row groups,
 when pyarrow is installed) follow at :meth:`ReleaseFiles.finish`, which renames every file into
 place; :meth:`ReleaseFiles.discard` removes them. The bytes are those of writing all releases at
-once: the CSV rows in ``%.17g``, the relay's msgpack payloads back to back.
+once: the CSV rows in ``%.17g``, the relay's msgpack payloads back to back. With the real-time
+gaze channel on (``gaze_channel``), the sink also takes its ticks (``accepts_gaze``) and writes
+them to ``<name>.gaze.csv`` and ``<name>.gaze.msgpack`` (:mod:`streamdp.offline.gaze_outputs`); the
+ledger then states the channel's guarantee and spend under ``gaze_channel``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..config import SessionConfig
 from ..privacy.release import PrivateRelease, check_sealed
 from ..schema import FEATURE_NAMES
 from ..status import SessionStatus, check_status
+from .gaze_outputs import GazeFiles, is_tick
 from .results import shared_config
 
 HEADER = ("chunk_index", "t", *FEATURE_NAMES)
@@ -37,7 +41,8 @@ def release_rows(release: PrivateRelease) -> NDArray[np.float64]:
 class ReleaseFiles:
     """A :class:`~streamdp.sinks.ReleaseSink` writing one recording's replay output into
     ``out_dir``: ``<name>.csv``, ``<name>.msgpack``, ``<name>.ledger.json`` and, with pyarrow,
-    ``<name>.parquet`` (see :mod:`streamdp.offline.replay`).
+    ``<name>.parquet`` (see :mod:`streamdp.offline.replay`); with ``gaze``, the gaze channel's
+    ``<name>.gaze.csv`` and ``<name>.gaze.msgpack`` too.
 
     Parameters
     ----------
@@ -48,6 +53,8 @@ class ReleaseFiles:
     ledger_head : dict
         What ``<name>.ledger.json`` says before its ``chunks``: the recording, the noise
         statement, the shared configuration.
+    gaze : bool
+        Take the gaze channel's ticks too (:attr:`accepts_gaze`).
 
     Raises
     ------
@@ -56,8 +63,10 @@ class ReleaseFiles:
         but a :class:`~streamdp.status.SessionStatus`.
     """
 
-    def __init__(self, out_dir: str | Path, name: str, ledger_head: dict[str, Any]) -> None:
+    def __init__(self, out_dir: str | Path, name: str, ledger_head: dict[str, Any], *, gaze: bool = False) -> None:
         self.out = Path(out_dir)
+        #: the gaze channel's files, when the session makes ticks
+        self.gaze = GazeFiles(out_dir, name) if gaze else None
         self.name = name
         self.ledger_head = ledger_head
         self.chunks: list[dict[str, Any]] = []
@@ -72,13 +81,28 @@ class ReleaseFiles:
         cls, out_dir: str | Path, name: str, path: str, config: SessionConfig, noise: str
     ) -> ReleaseFiles:
         head = {"recording": path, "noise": noise, "config": shared_config(config)}
-        return cls(out_dir, name, head)
+        return cls(out_dir, name, head, gaze=bool(config.gaze_channel))
+
+    @property
+    def accepts_gaze(self) -> bool:
+        """Whether the session hands this sink the gaze channel's ticks."""
+        return self.gaze is not None
+
+    @property
+    def ticks(self) -> int:
+        """The gaze channel's ticks written so far."""
+        return 0 if self.gaze is None else self.gaze.ticks
 
     def _partial(self, suffix: str) -> Path:
         return self.out / f"{self.name}{suffix}.partial"
 
     def publish(self, release: PrivateRelease) -> None:
         check_sealed(release)
+        if is_tick(release):
+            if self.gaze is None:
+                raise ValueError(f"{self.name}: a gaze tick, but this sink was made without the gaze channel")
+            self.gaze.publish(release)
+            return
         if self._csv is None:
             self._csv = open(self._partial(".csv"), "wb")
             self._csv.write((",".join(HEADER) + "\n").encode())
@@ -98,6 +122,8 @@ class ReleaseFiles:
         for fh in (self._csv, self._msgpack):
             if fh is not None:
                 fh.close()
+        if self.gaze is not None:
+            self.gaze.close()
 
     def _parquet_rows(self, rows: NDArray[np.float64] | None) -> None:
         try:
@@ -130,6 +156,8 @@ class ReleaseFiles:
             return []
         self._parquet_rows(None)
         ledger = {**self.ledger_head, "chunks": self.chunks}
+        if self.gaze is not None and self.gaze.ticks:
+            ledger["gaze_channel"] = self.gaze.summary()
         self._partial(".ledger.json").write_text(json.dumps(ledger, indent=1, default=float))
         files = [".csv", ".ledger.json", ".msgpack"]
         if self._parquet is not None:
@@ -137,7 +165,8 @@ class ReleaseFiles:
             files.append(".parquet")
         for suffix in files:
             self._partial(suffix).replace(self.out / f"{self.name}{suffix}")
-        return [f"{self.name}{suffix}" for suffix in files]
+        gaze = self.gaze.finish() if self.gaze is not None else []
+        return [f"{self.name}{suffix}" for suffix in files] + gaze
 
     def discard(self) -> None:
         """Close and remove whatever was written."""
@@ -147,4 +176,6 @@ class ReleaseFiles:
             self._parquet = None
         for suffix in (".csv", ".msgpack", ".ledger.json", ".parquet"):
             self._partial(suffix).unlink(missing_ok=True)
+        if self.gaze is not None:
+            self.gaze.discard()
         self.chunks = []

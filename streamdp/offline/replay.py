@@ -9,7 +9,13 @@ For every recording it writes, in the output folder:
   ``chunk_index``, ``t`` and the 52 sanitized features;
 - ``<name>.ledger.json``: the ledger entry of every chunk;
 - ``<name>.msgpack``: every chunk's message, byte for byte what ``streamdp relay`` publishes on
-  ``streamdp.features.<mechanism>`` for the same gaze and seed.
+  ``streamdp.features.<mechanism>`` for the same gaze and seed;
+- with the real-time gaze channel on (``gaze_channel``): ``<name>.gaze.msgpack``, every tick's
+  message as ``streamdp relay --gaze-channel`` publishes it on ``streamdp.gaze.<mechanism>``, and
+  ``<name>.gaze.csv``, one row a tick (``tick_index``, ``t``, ``x_deg``, ``y_deg``, ``x_norm``,
+  ``y_norm``, ``epsilon_tick_per_degree``); the ledger then states the channel's guarantee and
+  spend under ``gaze_channel``. A recording too short for one chunk is skipped whole, its ticks
+  included.
 
 Only public or noised values are written: the released values, the public configuration and
 each chunk's published ledger; never the clip rate, the seed or the identity.
@@ -102,6 +108,8 @@ class ReplayResult:
     name: str
     seed: int | None
     chunks: int = 0
+    #: the gaze channel's ticks written (0 with the channel off)
+    ticks: int = 0
     steps_dropped: int = 0
     skipped: str = ""
     files: list[str] = field(default_factory=list)
@@ -155,6 +163,7 @@ def _files(path: str, name: str, config: ReplayConfig, seed: int | None, out_dir
 def _finish(result: ReplayResult, files: ReleaseFiles, session: Session, duration: float) -> ReplayResult:
     result.steps_dropped = session.status().dropped_steps
     result.chunks = files.released
+    result.ticks = files.ticks if files.released else 0
     result.files = files.finish()
     if not result.files:
         config = session.config
