@@ -11,6 +11,9 @@ and noised like any other: the channel never has a gap that would tell a blink.
 
 from __future__ import annotations
 
+import numpy as np
+
+from .errors import InputError
 from .gaze import GazeBatch
 from .privacy.gaze_mechanisms import GazeMechanism
 from .privacy.randomness import RandomSource
@@ -20,7 +23,34 @@ from .stages.gaze_privatizer import GazePrivatizer
 from .stages.gaze_ticks import GazeTicks, Ticks
 from .stages.hold import ReleaseHold
 
-__all__ = ["GazeChannel"]
+__all__ = ["GazeChannel", "check_source_rate"]
+
+
+def check_source_rate(gaze: GazeBatch, rate: float, source: str) -> float:
+    """The rate at which ``gaze`` samples (1 / the median step between distinct timestamps), if
+    it can feed a channel of ``rate`` ticks a second; a slower source would leave ticks without a
+    sample of their own.
+
+    Raises
+    ------
+    InputError
+        The source samples slower than ``rate``, named with both rates.
+
+    Examples
+    --------
+    >>> check_source_rate(GazeBatch.from_arrays(t=np.arange(0, 1, 1 / 120), x=[0.5] * 120, y=[0.5] * 120), 60.0, "r")
+    120.0
+    """
+    steps = np.diff(np.unique(gaze.t))
+    if not len(steps):
+        return float("inf")
+    measured = float(1.0 / np.median(steps))
+    if measured < rate * 0.99:  # the source's own jitter is not a slower source
+        raise InputError(
+            f"{source}: gaze at {measured:.3g} Hz cannot feed a gaze channel of {rate:g} ticks a second "
+            f"(give a gaze rate of at most {measured:.3g})"
+        )
+    return round(measured, 9)
 
 
 class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):

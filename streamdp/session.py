@@ -28,6 +28,7 @@ import numpy as np
 from .config import SessionConfig
 from .errors import InputError
 from .gaze import BlinkEvents, GazeColumns, Recording
+from .gaze_channel import check_source_rate
 from .pipeline import RecordingSource, as_recording
 from .pipeline_input import PipelineInput
 from .privacy.release import PrivateRelease
@@ -286,9 +287,13 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         TypeError
             ``recording`` is not a Recording, a GazeBatch or a path.
         InputError
-            ``blinks="given"`` and the recording has no blink events; a path holds no recording.
+            ``blinks="given"`` and the recording has no blink events; a path holds no recording;
+            the gaze channel is on and the recording samples slower than its rate.
         """
-        cols, blinks = self._input.recording(as_recording(recording))
+        rec = as_recording(recording)
+        if self.gaze is not None:
+            check_source_rate(rec.gaze, self.gaze.rate, rec.name)
+        cols, blinks = self._input.recording(rec)
         self.counters.received += len(cols)
         return self.update(cols, blinks) + self.flush()
 

@@ -41,6 +41,9 @@ DEFAULT_WEIGHTS = "task"
 DEFAULT_GAZE_RATE = 60.0
 DEFAULT_GAZE_W = 60
 DEFAULT_GAZE_EPSILON = 60.0
+#: the tick rates the gaze channel takes: no eye tracker streams faster than 1000 Hz, and a tick
+#: less often than once a second is no longer real time
+MIN_GAZE_RATE, MAX_GAZE_RATE = 1.0, 1000.0
 
 #: the scene camera when neither the configuration nor the source names one
 DEFAULT_CAMERA = "pupil_core_720p"
@@ -222,9 +225,11 @@ class ConfigFields:
             value = getattr(self, name)
             if value < 0 or not math.isfinite(value):
                 raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
-        for name in ("gaze_epsilon", "gaze_rate", "gaze_w"):
+        for name in ("gaze_epsilon", "gaze_w"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not MIN_GAZE_RATE <= self.gaze_rate <= MAX_GAZE_RATE:
+            raise ValueError(f"gaze_rate must be {MIN_GAZE_RATE:g}–{MAX_GAZE_RATE:g} Hz, got {self.gaze_rate!r}")
         if self.epsilon_ceiling is not None and not self.epsilon_ceiling > 0:
             raise ValueError(f"epsilon_ceiling must be > 0 (or None: no ceiling), got {self.epsilon_ceiling!r}")
         if not (self.max_event_duration > 0 and math.isfinite(self.max_event_duration)):
