@@ -16,6 +16,7 @@ import numpy as np
 from .errors import InputError
 from .gaze import GazeBatch
 from .privacy.gaze_mechanisms import GazeMechanism
+from .privacy.ledger_store import LedgerStore
 from .privacy.randomness import RandomSource
 from .privacy.release import PrivateRelease
 from .stages.base import Stage
@@ -73,6 +74,8 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         Live: source seconds from a tick to its public release time (the session's reorder window
         and slack: a tick is computed once the ordered gaze passes it and released then, whatever
         the gaze did). None: released as computed (a recording).
+    ledger : LedgerStore, optional
+        The channel's durable ledger (:class:`~streamdp.stages.gaze_privatizer.GazePrivatizer`).
 
     Examples
     --------
@@ -96,9 +99,10 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         min_confidence: float,
         rng: RandomSource,
         hold: float | None = None,
+        ledger: LedgerStore | None = None,
     ) -> None:
         self.ticks = GazeTicks(rate=rate, fov_deg=fov_deg, min_confidence=min_confidence)
-        self.privatizer = GazePrivatizer(mechanism, fov_deg=fov_deg, rate=rate, rng=rng)
+        self.privatizer = GazePrivatizer(mechanism, fov_deg=fov_deg, rate=rate, rng=rng, ledger=ledger)
         self.rate = float(rate)
         self._hold = None if hold is None else ReleaseHold(hold)
         #: the time of the last tick computed (None before any)

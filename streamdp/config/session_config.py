@@ -16,6 +16,7 @@ from ..pipeline import ChunkPrivatizer, FeaturePipeline, PrivatePipeline
 from ..privacy.accountant import PrivacyUnit
 from ..privacy.bounds import BoundsProfile, default_profile, weights_profile
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
+from ..privacy.ledger_store import LedgerStore
 from ..privacy.mechanisms import Mechanism, make_mechanism
 from ..privacy.noise import secure_generator
 from ..privacy.randomness import RandomSource
@@ -158,6 +159,7 @@ class SessionConfig(ConfigFiles):
             min_confidence=self.min_confidence,
             rng=secure_generator(None if seed is None else seed + GAZE_SEED_OFFSET),
             hold=self.reorder_window + self.deadline_slack if live else None,
+            ledger=None if self.identity is None else LedgerStore(f"{self.identity}#gaze", folder=self.ledger_dir),
         )
 
     def rng(self, seed: int | None = None) -> RandomSource:

@@ -11,6 +11,7 @@ position stay on the device.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..kernels.geometry import degrees_to_norm
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
+from ..privacy.ledger_store import LedgerStore
 from ..privacy.noise import secure_generator
 from ..privacy.randomness import RandomSource
 from ..privacy.release import PrivateRelease, ReleaseMint, claim_mint
@@ -36,6 +38,7 @@ def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[Pr
         """Perturb each tick's position and seal it; one release per tick, in order."""
         if not len(ticks.t):
             return []
+        self._charge_ahead(ticks)  # on disk before anything of these ticks is sealed
         res = self.mechanism.release(ticks.deg, self._state, self.rng)
         nx, ny = degrees_to_norm(res.values[:, 0], res.values[:, 1], self.fov_deg)
         values = np.column_stack([res.values, nx, ny])
@@ -50,6 +53,8 @@ def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[Pr
                 "epsilon_spent_per_degree": self._spent,
                 "clipped_fraction": res.clipped_fraction,
             }
+            if self._ledger is not None:
+                entry["epsilon_charged_per_degree"] = self._charged
             self._ticks += 1
             out.append(
                 mint.seal(
@@ -94,6 +99,11 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         The public tick rate in Hz (stated in the ledger).
     rng : RandomSource or numpy Generator, optional
         The noise's source (default: the OS's CSPRNG).
+    ledger : LedgerStore, optional
+        A durable ledger of its own (the session identity's, named ``<identity>#gaze``): each
+        whole second of the public grid is charged there before any of its ticks is sealed, at
+        the most its ticks can spend, ``min(rate·ε_tick_max, ⌈rate/w⌉·ε_w)`` per degree (once
+        per second, not per tick: a charge is three fsyncs).
 
     Raises
     ------
@@ -110,8 +120,16 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         fov_deg: tuple[float, float],
         rate: float,
         rng: RandomSource | np.random.Generator | None = None,
+        ledger: LedgerStore | None = None,
     ) -> None:
         self._mechanism = check_gaze_mechanism(mechanism)
+        if ledger is not None and not isinstance(ledger, LedgerStore):
+            raise TypeError(f"ledger must be a LedgerStore or None, got {ledger!r}")
+        self._ledger = ledger
+        #: the grid's seconds already charged (ticks k with k // per_second below it); ε charged
+        self._charged_until: int | None = None
+        # read now: a ledger that was tampered with is refused before anything starts
+        self._charged = 0.0 if ledger is None else float(ledger.read().epsilon_spent)
         self._rng = check_rng(rng) if rng is not None else secure_generator()
         self.fov_deg = (float(fov_deg[0]), float(fov_deg[1]))
         self.rate = float(rate)
@@ -142,6 +160,32 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         """ε per degree spent by every tick so far (the sum over ticks; the guarantee of any w
         consecutive ticks is the mechanism's ``epsilon``)."""
         return self._spent
+
+    @property
+    def second_bound(self) -> float:
+        """The most the ticks of one whole second of the grid can spend, per degree: each tick at
+        most ``epsilon_tick_max``, any ``w`` consecutive ones at most ``epsilon``."""
+        mech, per_second = self._mechanism, self._every
+        return min(per_second * mech.epsilon_tick_max, math.ceil(per_second / mech.w) * mech.epsilon)
+
+    def _charge_ahead(self, ticks: Ticks) -> None:
+        """Charge the durable ledger for every grid second these ticks reach and that is not yet
+        charged, in one write.
+
+        Raises
+        ------
+        InputError, OSError
+            The ledger cannot be read or written: nothing of these ticks is released.
+        """
+        if self._ledger is None:
+            return
+        first, last = (round(float(t) * self.rate) // self._every for t in (ticks.t[0], ticks.t[-1]))
+        start = first if self._charged_until is None else max(first, self._charged_until)
+        if last < start:
+            return
+        seconds = last - start + 1
+        state = self._ledger.charge(seconds * self.second_bound, keep=0)
+        self._charged_until, self._charged = last + 1, float(state.epsilon_spent)
 
     def flush(self) -> list[PrivateRelease]:
         """Nothing is held between ticks: always ``[]``."""
