@@ -64,3 +64,12 @@ def test_a_tampered_gaze_ledger_is_refused_before_the_session_starts(tmp_path):
     store.path.write_bytes(b"".join(lines[:-1]))  # cut back: the folder's index remembers more
     with pytest.raises(LedgerError, match=r"alice@headset1#gaze"):
         _run(tmp_path, seed=1)
+
+
+def test_budget_show_says_the_gaze_line_in_its_own_words(tmp_path, capsys):
+    from streamdp.cli import main
+
+    _run(tmp_path)
+    assert main(["budget", "show", "alice@headset1#gaze", "--ledger-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "per degree of gaze displacement, charged ahead in 2 writes" in out

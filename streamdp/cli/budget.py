@@ -21,6 +21,7 @@ from dataclasses import fields
 from ..config import SessionConfig
 from ..privacy.ledger_chain import Chain
 from ..privacy.ledger_store import LedgerError, LedgerStore, default_ledger_dir, ledger_identities
+from ..stages.gaze_privatizer import GAZE_LEDGER_SUFFIX
 from .console import error_text
 from .format import counted
 from .parsing import HelpFormatter, Parser, add_verbosity
@@ -77,9 +78,17 @@ def describe(store: LedgerStore, chain: Chain) -> list[str]:
     state = chain.state
     if not chain.records:
         return [f"{store.identity}: no ledger yet, nothing spent ({store.path} will hold it)"]
+    # the real-time gaze channel's line (streamdp.stages.gaze_privatizer): ε per degree, charged by the second
+    gaze = store.identity.endswith(GAZE_LEDGER_SUFFIX)
+    spent = (
+        f"ε {state.epsilon_spent:g} per degree of gaze displacement, charged ahead in "
+        f"{counted(state.chunks_charged, 'write')} (the most the gaze channel's ticks could spend)"
+        if gaze
+        else f"ε {state.epsilon_spent:g} over {counted(state.chunks_charged, 'chunk')}"
+    )
     lines = [
         f"{store.identity}",
-        f"  spent: ε {state.epsilon_spent:g} over {counted(state.chunks_charged, 'chunk')}",
+        f"  spent: {spent}",
         f"  left: {_left(chain)}",
         f"  records: {chain.records}, chain OK (each record holds the sha256 of the one before, and the "
         f"ledger folder's index agrees); last record's hash {chain.head}",

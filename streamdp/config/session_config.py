@@ -23,6 +23,7 @@ from ..privacy.randomness import RandomSource
 from ..signals import DEFAULT_SIGNAL, SIGNALS
 from ..stages.events import EventConfig
 from ..stages.features import WindowConfig
+from ..stages.gaze_privatizer import GAZE_LEDGER_SUFFIX
 from .fields import DEFAULT_CAMERA, DEFAULT_EPSILON, DEFAULT_WEIGHTS, EVENT_FIELDS
 from .toml_files import ConfigFiles
 
@@ -159,7 +160,7 @@ class SessionConfig(ConfigFiles):
             min_confidence=self.min_confidence,
             rng=secure_generator(None if seed is None else seed + GAZE_SEED_OFFSET),
             hold=self.reorder_window + self.deadline_slack if live else None,
-            ledger=None if self.identity is None else LedgerStore(f"{self.identity}#gaze", folder=self.ledger_dir),
+            ledger=None if self.identity is None else LedgerStore(self.identity + GAZE_LEDGER_SUFFIX, folder=self.ledger_dir),
         )
 
     def rng(self, seed: int | None = None) -> RandomSource:

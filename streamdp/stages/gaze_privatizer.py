@@ -27,7 +27,10 @@ from .base import Stage
 from .gaze_ticks import Ticks
 from .privatizer import GENERATOR_KEY, check_rng
 
-__all__ = ["GAZE_NAMES", "GazePrivatizer"]
+__all__ = ["GAZE_LEDGER_SUFFIX", "GAZE_NAMES", "GazePrivatizer"]
+
+#: the gaze channel's durable ledger is the session identity's with this suffix
+GAZE_LEDGER_SUFFIX = "#gaze"
 
 #: the columns of a gaze release: degrees from the scene camera's axis, then normalized scene units
 GAZE_NAMES = ("x_deg", "y_deg", "x_norm", "y_norm")
