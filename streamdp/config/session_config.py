@@ -153,6 +153,9 @@ class SessionConfig(ConfigFiles):
         if mechanism is None:
             return None
         seed = self.seed if seed is None else seed
+        ledger = None
+        if self.identity is not None:  # the identity's ledger folder, a line of the channel's own
+            ledger = LedgerStore(self.identity + GAZE_LEDGER_SUFFIX, folder=self.ledger_dir)
         return GazeChannel(
             mechanism,
             rate=self.gaze_rate,
@@ -160,7 +163,7 @@ class SessionConfig(ConfigFiles):
             min_confidence=self.min_confidence,
             rng=secure_generator(None if seed is None else seed + GAZE_SEED_OFFSET),
             hold=self.reorder_window + self.deadline_slack if live else None,
-            ledger=None if self.identity is None else LedgerStore(self.identity + GAZE_LEDGER_SUFFIX, folder=self.ledger_dir),
+            ledger=ledger,
         )
 
     def rng(self, seed: int | None = None) -> RandomSource:
