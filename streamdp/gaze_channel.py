@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputError
-from .gaze import GazeBatch
+from .gaze import GazeBatch, GazeColumns
 from .privacy.gaze_mechanisms import GazeMechanism
 from .privacy.ledger_store import LedgerStore
 from .privacy.randomness import RandomSource
@@ -23,6 +23,7 @@ from .stages.base import Stage
 from .stages.gaze_privatizer import GazePrivatizer
 from .stages.gaze_ticks import GazeTicks, Ticks
 from .stages.hold import ReleaseHold
+from .stages.reorder import ReorderBuffer
 
 __all__ = ["GazeChannel", "check_source_rate"]
 
@@ -74,6 +75,10 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         Live: source seconds from a tick to its public release time (the session's reorder window
         and slack: a tick is computed once the ordered gaze passes it and released then, whatever
         the gaze did). None: released as computed (a recording).
+    reorder : float
+        Live: the seconds of gaze held back to put it in order (the session's reorder window).
+        The channel orders its own copy of the gaze, so that its ticks follow every burst while
+        the feature stages run every few steps (:class:`~streamdp.live_pacing.FeedPacing`).
     ledger : LedgerStore, optional
         The channel's durable ledger (:class:`~streamdp.stages.gaze_privatizer.GazePrivatizer`).
 
@@ -99,12 +104,16 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         min_confidence: float,
         rng: RandomSource,
         hold: float | None = None,
+        reorder: float = 0.1,
         ledger: LedgerStore | None = None,
     ) -> None:
         self.ticks = GazeTicks(rate=rate, fov_deg=fov_deg, min_confidence=min_confidence)
         self.privatizer = GazePrivatizer(mechanism, fov_deg=fov_deg, rate=rate, rng=rng, ledger=ledger)
         self.rate = float(rate)
         self._hold = None if hold is None else ReleaseHold(hold)
+        self._order = None if hold is None else ReorderBuffer(reorder)
+        #: live: the earliest gaze received, which starts the grid (None before any)
+        self._first: float | None = None
         #: the time of the last tick computed (None before any)
         self.last_tick: float | None = None
 
@@ -115,9 +124,13 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         if self._hold is None:
             return None
         held = self._hold.next_due
-        if held is not None or self.last_tick is None:
+        if held is not None:
             return held
-        return (round(self.last_tick * self.rate) + 1) / self.rate + self._hold.offset
+        if self.last_tick is not None:
+            return (round(self.last_tick * self.rate) + 1) / self.rate + self._hold.offset
+        if self._first is None:
+            return None
+        return float(self.ticks.tick_of(np.array([self._first]))[0]) / self.rate + self._hold.offset
 
     def due(self, clock: float) -> list[PrivateRelease]:
         """Live: the held ticks whose public time ``clock`` reached."""
@@ -127,20 +140,43 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         """Ordered gaze: the ticks it closes, sanitized."""
         return self._release(self.ticks.update(batch))
 
+    def receive(self, cols: GazeColumns) -> None:
+        """Live: decoded gaze in any order within the reorder window; the ticks it closes are
+        computed and held to their public time."""
+        assert self._order is not None, "receive() is the live path: give hold="
+        if len(cols) and self._first is None:
+            self._first = float(np.min(cols.t))
+        self._order.hold(cols)
+        self._ordered(self._order.release())
+
     def advance(self, clock: float) -> list[PrivateRelease]:
-        """The source's clock reached ``clock`` without more gaze: the ticks it closes."""
-        return self._release(self.ticks.advance(clock))
+        """The source's clock reached ``clock`` without more gaze: the ticks it closes (live: held)."""
+        if self._order is None:
+            return self._release(self.ticks.advance(clock))
+        self._ordered(self._order.advance(clock))
+        return self._release(self.ticks.advance(self._order.released_until))
 
     def flush(self) -> list[PrivateRelease]:
         """End of stream: the ticks up to the last sample's, and every tick held."""
+        if self._order is not None:
+            self._ordered(self._order.flush())
+            self._first = None
         out = self._release(self.ticks.flush())
         return out if self._hold is None else self._hold.take_all()
+
+    def _ordered(self, cols: GazeColumns) -> None:
+        # the ticks read positions, confidence and validity only: no diameter unit is needed
+        if len(cols):
+            self._release(self.ticks.update(cols.to_batch("none", "gaze channel")))
 
     def reset(self) -> None:
         """A new stream; the mechanism's spending over the last ``w`` ticks is kept."""
         self.ticks.reset()
         self.privatizer.reset()
         self.last_tick = None
+        self._first = None
+        if self._order is not None:
+            self._order.reset()
         if self._hold is not None:
             self._hold.reset()  # computed, not yet due: forgotten with the stream
 

@@ -139,10 +139,12 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self._input.add_blinks(blinks)  # after the restart: blinks on the new clock belong to the new segment
         if self._order is None:
             return self._feed(item)
+        if self.gaze is not None and not self.exhausted:
+            self.gaze.receive(item)  # ticks follow every burst; the feature stages keep their pacing
         late = self._order.late
         self._order.hold(item)
         self.counters.late += self._order.late - late
-        if self.pacing is None or self.gaze is not None or self.pacing.due(self._order.clock - self._order.window):
+        if self.pacing is None or self.pacing.due(self._order.clock - self._order.window):
             out += self._feed(self._order.release()) + self._advance_pipeline()
         return out + self._publish_due(self._order.clock)
 
@@ -165,9 +167,12 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         if self._order is None:
             self._publish_gaze(self.gaze.advance(t) if self.gaze is not None else [])
             return out + self._after(self._guarded(lambda: self.pipeline.advance(t)))
-        out += self._feed(self._order.advance(t))
         if self.gaze is not None:
-            self.gaze.advance(self._order.released_until)  # ticks without gaze, held to their time
+            self.gaze.advance(t)  # ticks without gaze, held to their time
+            chunk = self._chunk_deadline()
+            if chunk is None or chunk > t:  # a tick's deadline: the feature stages keep their pacing
+                return out + self._publish_due(t)
+        out += self._feed(self._order.advance(t))
         return out + self._advance_pipeline() + self._publish_due(t)
 
     @property
@@ -180,16 +185,18 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
 
     @property
     def next_deadline(self) -> float | None:
-        """Source time (Pupil time) at which the next chunk is due: its last step + the reorder
-        window + the slack; None before the first gaze. A live shell calls :meth:`advance_to`
-        once its clock passes it, so the release happens at this public time whatever the gaze
-        did."""
-        due = self._hold.next_due
-        if due is None:
-            due = self.pipeline.features.next_deadline
-            due = due + self._hold.offset if due is not None and self._order is not None else due
-        tick = self.gaze.next_due if self.gaze is not None else None
+        """Source time at which the next chunk or gaze tick is due (its last step or tick + the
+        reorder window + the slack; None before the first gaze): a live shell calls
+        :meth:`advance_to` once its clock passes it, whatever the gaze did."""
+        due, tick = self._chunk_deadline(), self.gaze.next_due if self.gaze is not None else None
         return due if tick is None else tick if due is None else min(due, tick)
+
+    def _chunk_deadline(self) -> float | None:
+        """The next chunk's public release time (held, or still to compute)."""
+        due = self._hold.next_due
+        if due is not None or (due := self.pipeline.features.next_deadline) is None or self._order is None:
+            return due
+        return due + self._hold.offset
 
     def _advance_pipeline(self) -> list[PrivateRelease]:
         assert self._order is not None
@@ -368,7 +375,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         if taken is None:
             return []
         batch, blinks = taken
-        if self.gaze is not None:
+        if self.gaze is not None and self._order is None:  # a recording (live: receive() in update)
             self._publish_gaze(self.gaze.update(batch))
         return self._after(self._guarded(lambda: self.pipeline.update(batch, blinks)))
 

@@ -213,6 +213,8 @@ class ConfigFields:
             value = getattr(self, name)
             if name != "units" and value is not None:
                 _check_real(name, value)
+        if not isinstance(self.gaze_mechanism, str):
+            raise TypeError(f"gaze_mechanism must be one of {', '.join(GAZE_MECHANISMS)}, got {self.gaze_mechanism!r}")
         if not isinstance(self.gaze_channel, (bool, np.bool_)):
             raise TypeError(f"gaze_channel must be True or False, got {self.gaze_channel!r}")
         for name in ("chunk_length", "w", "seed", "gaze_w"):

@@ -140,7 +140,11 @@ class SessionConfig(ConfigFiles):
         if self.signal != DEFAULT_SIGNAL:
             raise ValueError(f"gaze_channel needs scene gaze (signal {DEFAULT_SIGNAL!r}), got signal {self.signal!r}")
         fx, fy = self.event_config(source_camera).fov_deg
-        return GAZE_MECHANISMS[self.gaze_mechanism](epsilon=self.gaze_epsilon, w=self.gaze_w, field=(fx / 2, fy / 2))
+        mechanism = GAZE_MECHANISMS[self.gaze_mechanism]
+        try:
+            return mechanism(epsilon=self.gaze_epsilon, w=self.gaze_w, field=(fx / 2, fy / 2))
+        except ValueError as exc:  # the mechanism names its own parameters: say which fields set them
+            raise ValueError(f"gaze_epsilon={self.gaze_epsilon!r}, gaze_w={self.gaze_w!r}: {exc}") from None
 
     def gaze_channel_for(
         self, seed: int | None = None, source_camera: str | None = None, *, live: bool = False
@@ -163,6 +167,7 @@ class SessionConfig(ConfigFiles):
             min_confidence=self.min_confidence,
             rng=secure_generator(None if seed is None else seed + GAZE_SEED_OFFSET),
             hold=self.reorder_window + self.deadline_slack if live else None,
+            reorder=self.reorder_window,
             ledger=ledger,
         )
 
