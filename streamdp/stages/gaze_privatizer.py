@@ -143,8 +143,17 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
             "fov_deg": list(self.fov_deg),
             GENERATOR_KEY: self._rng.ledger_label,
         }
+        self._public["raw_gaze_guarantee"] = (
+            "one raw gaze sample is part of one tick's input (the tick whose interval holds it); "
+            + (
+                "it changes that tick's output only"
+                if type(mechanism).name == "geo-uniform"
+                else "it changes that tick's output and, through the later ticks' decisions to publish or "
+                "repeat, may change any later tick's: the metric guarantee above bounds what all of them reveal"
+            )
+        )
         #: the guarantee in words only on the ticks at whole seconds (a tick's message stays small)
-        self._brief = {k: v for k, v in self._public.items() if k != "guarantee"}
+        self._brief = {k: v for k, v in self._public.items() if k not in ("guarantee", "raw_gaze_guarantee")}
         self._every = max(1, round(rate))
         self._state = mechanism.new_state()
         self._ticks = 0
