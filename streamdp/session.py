@@ -317,8 +317,6 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
             self._order.reset()
         return out
 
-    # ------------------------------------------------------------- research output
-
     def feature_rows(self, recording: RecordingSource) -> FeatureRows:
         """The unsanitized feature rows of a whole recording, converted exactly as :meth:`run`
         converts it (camera, units, diameter unit) but through a pipeline of their own: the

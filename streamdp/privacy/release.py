@@ -372,8 +372,7 @@ def _digest(
 
 
 def releases_frame(releases: Iterable[PrivateRelease]) -> pd.DataFrame:
-    """Sanitized releases as one DataFrame: ``chunk_index``, ``t`` and the features, a row per
-    step. Their ledgers stay with the releases (``release.ledger``).
+    """Sanitized releases as one DataFrame: ``chunk_index``, ``t`` and the features, a row per step.
 
     Raises
     ------
@@ -389,10 +388,9 @@ def releases_frame(releases: Iterable[PrivateRelease]) -> pd.DataFrame:
     for i, rel in enumerate(items):
         if not isinstance(rel, PrivateRelease):
             raise TypeError(f"releases[{i}] must be a PrivateRelease, got {type(rel).__name__}")
-    names = items[0].names if items else FEATURE_NAMES
-    for i, rel in enumerate(items):
-        if rel.names != names:
+        if rel.names != items[0].names:
             raise InputError(f"releases[{i}] names other features than releases[0]: they do not fit one DataFrame")
+    names = items[0].names if items else FEATURE_NAMES
     values = np.concatenate([r.values for r in items]) if items else np.empty((0, len(names)))
     df = pd.DataFrame(values, columns=list(names))
     df.insert(0, "t", np.concatenate([r.t for r in items]) if items else np.empty(0))
