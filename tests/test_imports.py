@@ -244,3 +244,14 @@ def test_the_circle_check_sees_a_circle_through_a_package_init(tmp_path):
         "top/stages/schedule.py": "SLACK = 0.05\n",
     })
     assert import_circles(import_graph(package)) == [["top.privacy.reach", "top.stages", "top.stages.features"]]
+
+
+def test_no_module_is_over_400_lines():
+    # one purpose a module: past 400 lines a module has more than one (issue #23)
+    long = {
+        str(path.relative_to(ROOT)): n
+        for folder in ("streamdp", "plugins")
+        for path in (ROOT / folder).rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert not long, f"modules over 400 lines: {long}"
