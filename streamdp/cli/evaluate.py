@@ -12,6 +12,9 @@ configuration with that mechanism, ε and chunk length. A single ``--mechanism``
 axis's only value; both forms at once are refused. A chunk length longer than a recording gives
 is refused, naming the recordings. The output folder appears whole at the end, or not at all; an
 existing one is refused unless ``--overwrite``.
+
+``--channel gaze`` evaluates the real-time gaze channel instead (:mod:`streamdp.cli.evaluate_gaze`):
+its mechanisms × ε per tick × w on synthetic people, with options of its own.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ..errors import StreamdpError
 from ..privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
 from .common import add_csv_options, csv_layout, require_extra
 from .console import say
+from .evaluate_gaze import add_gaze_options, check_channel_options, run_gaze
 from .format import counted
 from .options import GivenValue, add_config_file_option, add_config_options, checked, config_from, option_name
 from .parsing import COUNT, POSITIVE, number
@@ -91,7 +95,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--chunk-lengths", nargs="+", type=COUNT, help=f"steps per chunk (default: {DEFAULT_CHUNK_LENGTHS[0]})"
     )
-    p.add_argument("--seeds", type=COUNT, default=3, help="noise seeds per grid point (default: 3)")
+    p.add_argument(
+        "--seeds", type=COUNT, default=None, help="noise seeds per grid point (default: 3; --channel gaze: 2)"
+    )
     p.add_argument(
         "--split",
         choices=(*REID_SPLITS, "both"),
@@ -106,6 +112,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--people", type=number(int, low=2), default=6, help="synthetic people without a manifest, ≥ 2")
     p.add_argument("--seconds", type=POSITIVE, default=240.0, help="seconds per synthetic recording")
+    add_gaze_options(p)
     add_config_file_option(p)
     add_config_options(p, ["privacy", "features"])
     p.add_argument(
@@ -154,6 +161,10 @@ def _check_chunk_lengths(recs: Sequence[Any], chunk_lengths: Sequence[int], conf
 def run(args: argparse.Namespace) -> int:
     for module in ("sklearn", "matplotlib"):
         require_extra(module, "evaluate", "evaluate")
+    check_channel_options(args)
+    if args.channel == "gaze":
+        return run_gaze(args)
+    args.seeds = args.seeds or 3
     from ..offline.evaluate import GridPoint, default_workers, evaluate, feature_signals, synthetic_study
     from ..offline.manifest import read_manifest_rows
     from ..offline.recordings import open_recording

@@ -32,6 +32,8 @@ __all__ = ["GAZE_LEDGER_SUFFIX", "GAZE_NAMES", "GazePrivatizer"]
 #: the gaze channel's durable ledger is the session identity's with this suffix
 GAZE_LEDGER_SUFFIX = "#gaze"
 
+#: the most off axis a position's normalized scene units are computed at
+MAX_OFF_AXIS_DEG = 89.999
 #: the columns of a gaze release: degrees from the scene camera's axis, then normalized scene units
 GAZE_NAMES = ("x_deg", "y_deg", "x_norm", "y_norm")
 
@@ -43,7 +45,9 @@ def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[Pr
             return []
         self._charge_ahead(ticks)  # on disk before anything of these ticks is sealed
         res = self.mechanism.release(ticks.deg, self._state, self.rng)
-        nx, ny = degrees_to_norm(res.values[:, 0], res.values[:, 1], self.fov_deg)
+        # a position drawn past 90° off axis has no tangent: its scene units are the clipped one's
+        inside = np.clip(res.values, -MAX_OFF_AXIS_DEG, MAX_OFF_AXIS_DEG)
+        nx, ny = degrees_to_norm(inside[:, 0], inside[:, 1], self.fov_deg)
         values = np.column_stack([res.values, nx, ny])
         out: list[PrivateRelease] = []
         for i in range(len(ticks.t)):

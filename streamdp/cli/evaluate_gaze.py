@@ -1,0 +1,195 @@
+"""``streamdp evaluate --channel gaze``: the real-time gaze channel's mechanisms × ε per tick × w on
+synthetic people: angular error, dwell selection, pursuit and re-identification, as released and
+after public post-processing filters (:mod:`streamdp.offline.evaluate_gaze`; needs the
+``evaluate`` extra). The configuration gives the tick rate (``gaze_rate``), the scene camera, the
+confidence threshold and the feature settings; the grid comes from the options below. The output
+folder appears whole at the end, or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import StreamdpError
+from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
+from .console import say
+from .options import config_from
+from .parsing import COUNT, POSITIVE
+
+#: the gaze grid's defaults (offline.evaluate_gaze's, repeated so that the CLI imports no extra)
+DEFAULT_TICK_EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
+DEFAULT_WINDOWS = (30, 60)
+DEFAULT_FILTERS = ("median5", "median9", "median15")
+DEFAULT_GAZE_SEEDS = 2
+
+#: options of the features channel only: (destination, option, its default)
+_FEATURES_ONLY = (
+    ("manifest", "--manifest", None),
+    ("mechanisms", "--mechanisms", None),
+    ("epsilons", "--epsilons", None),
+    ("chunk_lengths", "--chunk-lengths", None),
+    ("split", "--split", "chunked"),
+    ("tasks", "--tasks", ["task"]),
+)
+#: options of the gaze channel only
+_GAZE_ONLY = (
+    ("gaze_mechanisms", "--gaze-mechanisms"),
+    ("tick_epsilons", "--tick-epsilons"),
+    ("gaze_windows", "--gaze-windows"),
+    ("filters", "--filters"),
+    ("trials", "--trials"),
+    ("pursuit_seconds", "--pursuit-seconds"),
+    ("no_reid", "--no-reid"),
+)
+
+
+def add_gaze_options(p: argparse.ArgumentParser) -> None:
+    """The ``--channel`` switch and the gaze channel's grid and study options."""
+    p.add_argument(
+        "--channel",
+        choices=("features", "gaze"),
+        default="features",
+        help="what to evaluate: the sanitized feature chunks (default) or the real-time gaze channel's ticks",
+    )
+    g = p.add_argument_group("gaze channel (--channel gaze)")
+    g.add_argument(
+        "--gaze-mechanisms",
+        nargs="+",
+        choices=tuple(GAZE_MECHANISMS),
+        help="gaze mechanisms to compare (default: all of them)",
+    )
+    g.add_argument(
+        "--tick-epsilons",
+        nargs="+",
+        type=POSITIVE,
+        help="ε per tick per degree of L1 displacement, ε_w/w "
+        f"(default: {' '.join(f'{e:g}' for e in DEFAULT_TICK_EPSILONS)})",
+    )
+    g.add_argument(
+        "--gaze-windows",
+        nargs="+",
+        type=COUNT,
+        help="windows w in ticks (geo-bd; geo-uniform's noise depends on ε_w/w only and runs at the "
+        f"configured gaze_w) (default: {' '.join(map(str, DEFAULT_WINDOWS))})",
+    )
+    g.add_argument(
+        "--filters",
+        nargs="+",
+        help="public post-processing filters compared with the stream as released: median<k> or mean<k> "
+        f"over the last k ticks (default: {' '.join(DEFAULT_FILTERS)}; none: the stream alone)",
+    )
+    g.add_argument("--trials", type=COUNT, help="dwell trials per person (default: 12)")
+    g.add_argument("--pursuit-seconds", type=POSITIVE, help="seconds of pursuit per person (default: 20)")
+    g.add_argument(
+        "--no-reid",
+        action="store_true",
+        default=None,
+        help="skip the re-identification attack (utility only, much faster)",
+    )
+
+
+def check_channel_options(args: argparse.Namespace) -> None:
+    """Refuse an option of the other channel, named.
+
+    Raises
+    ------
+    StreamdpError
+        A features option with ``--channel gaze``, or a gaze option without it.
+    """
+    if args.channel == "gaze":
+        for dest, option, default in _FEATURES_ONLY:
+            if getattr(args, dest) != default:
+                raise StreamdpError(f"{option} applies to --channel features, not to the gaze channel")
+        if getattr(args, "csv_columns", None) is not None:
+            raise StreamdpError("--csv-columns reads the recordings of a --manifest: the gaze channel has none")
+        return
+    for dest, option in _GAZE_ONLY:
+        if getattr(args, dest) is not None:
+            raise StreamdpError(f"{option} applies to --channel gaze")
+
+
+def run_gaze(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..offline.evaluate import default_workers
+    from ..offline.evaluate_gaze import evaluate_gaze, gaze_grid
+    from ..offline.gaze_report import write_gaze_results
+    from ..offline.gaze_study import check_filter, gaze_study
+    from ..offline.results import check_output_folder, staged_folder
+
+    config = config_from(args)
+    filters = ["none", *(f for f in (args.filters or DEFAULT_FILTERS) if f != "none")]
+    for f in filters:
+        try:
+            check_filter(f)
+        except ValueError as exc:
+            raise StreamdpError(f"--filters: {exc}") from None
+    grid = gaze_grid(
+        args.gaze_mechanisms or list(GAZE_MECHANISMS),
+        args.tick_epsilons or DEFAULT_TICK_EPSILONS,
+        args.gaze_windows or DEFAULT_WINDOWS,
+        uniform_w=config.gaze_w,
+    )
+    for point in grid:
+        try:
+            point.instance(config)
+        except (TypeError, ValueError) as exc:
+            raise StreamdpError(
+                f"{point.mechanism} at ε {point.epsilon_tick:g} per tick, w = {point.w}: {exc}"
+            ) from None
+    out = Path(args.out)
+    check_output_folder(out, overwrite=args.overwrite)
+    seed = config.seed if config.seed is not None else 0
+    seeds = args.seeds or DEFAULT_GAZE_SEEDS
+    reid = not args.no_reid
+    params = {
+        "people": args.people,
+        "seconds": args.seconds,
+        "trials": args.trials or 12,
+        "pursuit_s": args.pursuit_seconds or 20.0,
+        "reid": reid,
+    }
+    if reid and args.seconds < 70.0:
+        raise StreamdpError(
+            f"--seconds {args.seconds:g}: re-identification needs ≥ 70 s (two halves of a 30 s window "
+            "and more); give longer recordings or --no-reid"
+        )
+    say(
+        f"gaze channel: {args.people} synthetic people (dwell {params['trials']} trials, pursuit "
+        f"{params['pursuit_s']:g} s"
+        + (f", reading and searching {args.seconds:g} s each)" if reid else ")")
+        + f", {len(grid)} points × {seeds} seeds, filters {' '.join(filters)}"
+    )
+    study = gaze_study(
+        args.people,
+        args.seconds,
+        seed,
+        trials=params["trials"],
+        pursuit_s=params["pursuit_s"],
+        reid=reid,
+        config=config,
+    )
+    jobs = len(grid) * seeds
+    rows = evaluate_gaze(
+        study,
+        grid,
+        seed=seed,
+        seeds=seeds,
+        filters=filters,
+        reid=reid,
+        workers=args.workers or min(default_workers(), jobs),
+        progress=not args.quiet,
+    )
+    meta = {
+        **params,
+        "seeds": seeds,
+        "seed": None,
+        "filters": filters,
+        "rate_hz": config.gaze_rate,
+        "fov_deg": list(study.fov_deg),
+    }
+    with staged_folder(out, overwrite=args.overwrite) as stage:
+        paths = [out / p.name for p in write_gaze_results(rows, stage.path, config, meta)]
+    print((out / "results.md").read_text())
+    say("wrote " + ", ".join(str(p) for p in paths))
+    return 0
