@@ -23,10 +23,10 @@ import numpy as np
 
 from streamdp.config import SessionConfig
 from streamdp.gaze import GazeBatch, Recording
+from streamdp.privacy.audit.gaze_timing import ClockedSink
 from streamdp.privacy.release import PrivateRelease
 from streamdp.pupil_wire.encode import capture_datums
 from streamdp.session import Session
-from streamdp.sinks import CollectingSink
 from streamdp.stages.gaze_ticks import Ticks
 
 Frames = list[bytes]
@@ -73,20 +73,6 @@ def select(gaze: GazeBatch, keep: np.ndarray) -> GazeBatch:
         return value[keep] if per_sample else value
 
     return type(gaze)(**{f.name: kept(getattr(gaze, f.name)) for f in dataclasses.fields(gaze)})
-
-
-class ClockedSink(CollectingSink):
-    """Takes the gaze ticks, noting for each the source clock ``now`` of the call that published it."""
-
-    def __init__(self) -> None:
-        super().__init__(accepts_gaze=True)
-        self.now = -math.inf
-        self.at: list[float] = []
-
-    def publish(self, release: PrivateRelease) -> None:
-        super().publish(release)
-        if release.ledger.get("channel") == "gaze":
-            self.at.append(self.now)
 
 
 @dataclass

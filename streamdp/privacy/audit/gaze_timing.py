@@ -37,7 +37,7 @@ SAMPLES_PER_TICK = 2
 BURSTS_PER_SECOND = 30.0
 
 
-class _ClockedSink(CollectingSink):
+class ClockedSink(CollectingSink):
     """Takes the gaze ticks, noting for each the source clock of the call that published it."""
 
     def __init__(self) -> None:
@@ -125,7 +125,7 @@ def _drive(
 ) -> tuple[_F64, _F64]:
     """Deliver ``gaze`` in bursts and call ``advance_to`` at each deadline that comes first, until
     the source clock reaches ``until``; the released ticks' times and release clocks."""
-    sink = _ClockedSink()
+    sink = ClockedSink()
     session = Session(config, sinks=[sink], seed=seed, source="audit", reorder=True)
     if patch is not None:
         patch(session)
