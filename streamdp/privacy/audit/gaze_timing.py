@@ -227,4 +227,4 @@ def audit_gaze_channel(
     return replace(report, publish_times_ok=times.passed, publish_times=times.describe())
 
 
-__all__ = ["PublishTimes", "audit_distance", "audit_gaze_channel", "publish_times"]
+__all__ = ["ClockedSink", "PublishTimes", "audit_distance", "audit_gaze_channel", "publish_times"]
