@@ -111,9 +111,9 @@ def format_gaze_channel(
     gaze channel: 120 ticks received on streamdp.gaze.geo-uniform at 60 Hz (t 1000.0–1002.0 s):
     ε 60 per degree of gaze displacement (|dx| + |dy|) over any 60 consecutive ticks (1 s), 1 per degree
     per tick; protected: moving where the user looks by d degrees within any 1 s changes the chance
-    of any output by at most a factor e^(60·d) (ε 6 for 0.1°), each further 1 s adding as much — fine
-    detail (fixation jitter, micro-saccades, saccade dynamics) is hidden, not where in the scene the
-    user looks; ε 120 per degree spent in all (a displacement held through every tick)
+    of any output by at most a factor e^(60·d) (ε 6 for 0.1° held for 1 s), each further 1 s adding as
+    much — small displacements at a few ticks are hidden, not where in the scene the user looks; ε 120
+    per degree spent in all (a displacement held through every tick)
     """
     eps, w, rate = float(first["epsilon_w_per_degree"]), int(first["w"]), float(first["rate_hz"])
     window = f"{w / rate:.3g} s"
@@ -122,8 +122,8 @@ def format_gaze_channel(
         f"(t {span[0]:.1f}–{span[1]:.1f} s): ε {eps:g} per degree of gaze displacement (|dx| + |dy|) over any "
         f"{w} consecutive ticks ({window}), {_per_tick(first)}; protected: moving where the user looks by d "
         f"degrees within any {window} changes the chance of any output by at most a factor e^({eps:g}·d) "
-        f"(ε {eps * 0.1:.3g} for 0.1°), each further {window} adding as much — fine detail (fixation jitter, "
-        "micro-saccades, saccade dynamics) is hidden, not where in the scene the user looks; "
+        f"(ε {eps * 0.1:.3g} for 0.1° held for {window}), each further {window} adding as much — small "
+        "displacements at a few ticks are hidden, not where in the scene the user looks; "
         f"ε {float(last['epsilon_spent_per_degree']):.6g} per degree spent in all (a displacement held through "
         f"every tick){_noise(first)}"
     )

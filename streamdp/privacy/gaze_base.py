@@ -261,8 +261,9 @@ class GazeMechanism(BaseMechanism):
             f"differ by a factor of at most exp({eps:g}·d): ε_w = {eps:g} per degree of L1 displacement "
             f"({eps * math.sqrt(2):.4g} per degree of Euclidean displacement). Each further window of {w} ticks in "
             f"which the streams differ adds at most ε_w·d. A non-zero displacement below 2^-10° (about 0.001°) "
-            "counts as 2^-10° (the rounding to the noise lattice). It protects displacements of a few degrees "
-            "(fixation jitter, micro-saccades, saccade dynamics), not where in the scene the user looks. "
+            f"counts as 2^-10° (the rounding to the noise lattice). It hides small displacements at a few ticks "
+            f"(a 0.1° difference held for all {w} ticks costs ε {eps * 0.1:.3g}), not where in the scene the user "
+            "looks, nor, at a large ε_w, detail held for long. "
             f"{self._spend_sentence}"
         ).rstrip()
 
