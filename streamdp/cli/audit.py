@@ -32,7 +32,7 @@ from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS
 from .evaluate import grid_axis
 from .format import counted
-from .gaze_options import name_gaze_option
+from .gaze_options import gaze_option_names, name_gaze_option
 from .options import _GIVEN_DEST, GivenValue, add_config_options, checked, config_from, field_choices, option_name
 from .parsing import COUNT, FRACTION, POSITIVE
 
@@ -165,13 +165,8 @@ def run(args: argparse.Namespace) -> int:
     if args.runs < 20:
         raise StreamdpError(f"--runs must be ≥ 20, got {args.runs}")
     channels = audited_channels(args)
-    try:
+    with gaze_option_names():
         base = config_from(args)
-    except (TypeError, ValueError) as exc:
-        renamed = name_gaze_option(str(exc))
-        if renamed == str(exc):
-            raise
-        raise type(exc)(renamed) from None
     # everything is built before the first line is printed: a bad option fails at once
     mechanisms = (
         [checked(c).mechanism_instance() for c in audited_configs(base, args)] if "features" in channels else []

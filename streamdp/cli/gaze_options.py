@@ -11,12 +11,14 @@ would change nothing).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..config import SessionConfig
 from ..errors import StreamdpError
 from .options import _GIVEN_DEST, checked, config_fields, config_from, option_name
 
-__all__ = ["gaze_options_checked", "name_gaze_option"]
+__all__ = ["gaze_option_names", "gaze_options_checked", "name_gaze_option"]
 
 
 def name_gaze_option(message: str) -> str:
@@ -35,6 +37,19 @@ def name_gaze_option(message: str) -> str:
     return message
 
 
+@contextmanager
+def gaze_option_names() -> Iterator[None]:
+    """A ``TypeError`` or ``ValueError`` raised inside, naming a gaze field first, is raised again
+    naming its option (:func:`name_gaze_option`); any other passes unchanged."""
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        renamed = name_gaze_option(str(exc))
+        if renamed == str(exc):
+            raise
+        raise type(exc)(renamed) from None
+
+
 def gaze_options_checked(args: argparse.Namespace) -> SessionConfig:
     """:func:`~streamdp.cli.options.checked` of the configuration the options describe, a bad gaze
     option named as an option.
@@ -47,17 +62,12 @@ def gaze_options_checked(args: argparse.Namespace) -> SessionConfig:
     TypeError, ValueError
         A value the configuration or the gaze mechanism refuses (named as options).
     """
-    try:
+    with gaze_option_names():
         config = config_from(args)
         mechanism_error = _gaze_mechanism_error(config)
         if mechanism_error is not None:
             raise mechanism_error
         config = checked(config)
-    except (TypeError, ValueError) as exc:
-        renamed = name_gaze_option(str(exc))
-        if renamed == str(exc):
-            raise
-        raise type(exc)(renamed) from None
     given = sorted(getattr(args, _GIVEN_DEST, set()) & {f.name for f in config_fields("gaze")} - {"gaze_channel"})
     if given and not config.gaze_channel:
         options = ", ".join(option_name(name) for name in given)
