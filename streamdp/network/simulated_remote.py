@@ -41,9 +41,11 @@ PUPIL_VERSION = "3.5.1"
 Publish = Callable[[list[bytes]], None]
 
 
-def log_record(level: str, msg: str, *, logger: str = REMOTE_LOGGER, func: str = "") -> list[bytes]:
-    """The frames of a log record as Capture's world process publishes it (``zmq_tools.ZMQ_handler``:
-    ``record.__dict__`` plus ``topic``)."""
+def log_record(
+    level: str, msg: str, *, logger: str = REMOTE_LOGGER, func: str = "", process: str = "world"
+) -> list[bytes]:
+    """The frames of a log record as Capture's processes publish it (``zmq_tools.ZMQ_handler``:
+    ``record.__dict__`` plus ``topic``); ``process`` is the publishing process (``eye0``, …)."""
     now = time.time()
     record: dict[str, Any] = {
         "name": logger,
@@ -55,7 +57,7 @@ def log_record(level: str, msg: str, *, logger: str = REMOTE_LOGGER, func: str =
         "funcName": func,
         "created": now,
         "msecs": (now % 1) * 1000,
-        "processName": "world",
+        "processName": process,
         "exc_info": None,
         "exc_text": None,
         "topic": f"logging.{level}",

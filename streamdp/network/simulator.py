@@ -6,6 +6,8 @@ What it serves, as Capture does (DESIGN.md §2):
   ``PUB_PORT``, ``t`` running between datums, ``T``, ``R``/``r``, ``C``/``c``, ``v``, forwarding),
   binding and restarts (:meth:`CaptureSimulator.restart_remote`, as its menu; ``start_plugin``/
   ``stop_plugin`` naming ``NetworkApiPlugin``), announced only by Capture's log records.
+- **The world process** (:mod:`streamdp.network.simulated_world`): Capture's reactions to
+  calibration, recording and eye-process notifications; :attr:`CaptureSimulator.world` records them.
 - **Binding**: Capture binds Pupil Remote on ``*`` and its backbone on ``tcp://*:*`` (every
   interface); the simulator binds loopback unless given ``remote_host="*"``, ``backbone_host="*"``:
   it serves real recordings and runs in tests, so exposing them to the network is asked for.
@@ -49,7 +51,8 @@ import zmq
 from ..gaze import Recording
 from ..pupil_wire import capture_datums, encode, recording_datums
 from .binding import bind
-from .simulated_remote import PUPIL_VERSION, PupilRemoteServer, bind_retrying, plugin_request
+from .simulated_remote import PUPIL_VERSION, PupilRemoteServer, bind_retrying
+from .simulated_world import SimulatedWorld
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +178,8 @@ class CaptureSimulator:
         self._remote_port = remote_port
         self.ports = SimulatorPorts(0, 0, 0)
         self._feed_address = _FEED.format(id(self))
+        self.world = SimulatedWorld(now=self.pupil_time)
+        self.notifications_received = self.world.received  # subjects, in order, Capture's own too
 
     # -------------------------------------------------------------- lifecycle
 
@@ -225,7 +230,11 @@ class CaptureSimulator:
         xpub.sndhwm = self.hwm
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         remote = PupilRemoteServer(
-            self._ctx, host=self.remote_host, port=self._remote_port, publish=xpub.send_multipart, bind=bind_retrying
+            self._ctx,
+            host=self.remote_host,
+            port=self._remote_port,
+            publish=lambda f: self.world.observe(f, xpub.send_multipart),  # the world hears Pupil Remote's notes
+            bind=bind_retrying,
         )
         try:
             remote.start(self.remote_host, self._remote_port, announce=False)
@@ -298,7 +307,6 @@ class CaptureSimulator:
                     if serving is not None and sock is serving:
                         frames = serving.recv_multipart()
                         serving.send_string(self._answer(remote, frames))
-                        self._plugin_request(remote, frames)
                     elif sock is xpub:
                         frame = xpub.recv()
                         topic = frame[1:]
@@ -307,11 +315,11 @@ class CaptureSimulator:
                         xsub.send(frame)  # subscriptions travel upstream to publishers
                     elif sock is xsub:
                         frames = xsub.recv_multipart()
-                        xpub.send_multipart(frames)
-                        self._plugin_request(remote, frames)
+                        self.world.observe(frames, xpub.send_multipart)
                     elif sock is pull:
-                        xpub.send_multipart(pull.recv_multipart())
+                        self.world.observe(pull.recv_multipart(), xpub.send_multipart)
                         self.published += 1
+                self.world.react(xpub.send_multipart, remote)  # after Pupil Remote answered: it may restart
                 while not self._restarts.empty():  # the menu's restarts, asked from other threads
                     host, port, done = self._restarts.get_nowait()
                     remote.restart(host, port)
@@ -334,13 +342,6 @@ class CaptureSimulator:
 
         ports = (self.ports.sub, self.ports.pub)
         return remote.answer(frames, ports=ports, now=self.pupil_time, set_time=self._set_time, on_recording=recording)
-
-    @staticmethod
-    def _plugin_request(remote: PupilRemoteServer, frames: list[bytes]) -> None:
-        """Capture's world process replaces (or stops) its Network API plugin when notified."""
-        request = plugin_request(frames)
-        if request is not None:
-            remote.replace_plugin(*request)
 
     def _feeder(self) -> None:
         push = self._ctx.socket(zmq.PUSH)
