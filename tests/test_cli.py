@@ -100,9 +100,38 @@ def test_demo_prints_sanitized_chunks_with_their_ledger(capsys):
     assert "(ε 20 spent so far, with no cap)" in second[1]
     assert first[2].startswith("  raw gaze: one sample changes at most 2 chunks (ε ≤ 20)")
     assert first[3].startswith("  noise: reproducible, not private")
-    assert first[4].startswith("  means over the chunk: fixation_rate ") and "=" not in first[4]
+    # the means are of released features: the task weights give fixation_rate, pupil_mean_mean, … no
+    # ε, so they are public constants (the same in every chunk) and not shown as if they were data
+    assert first[4].startswith("  means over the chunk: positive_saccade_rate ") and "=" not in first[4]
+    assert first[4].endswith(" (26 public constants not shown: the task weights give them no ε)")
     assert first[5] == "  on this device only: 0.0% of the values were clipped to the bounds"
     assert len(first) == len(second) == 6
+
+
+def _means(line: str) -> dict[str, float]:
+    shown = line.removeprefix("  means over the chunk: ").split(" (")[0]
+    return {name: float(value) for name, value in (part.split(" ") for part in shown.split(", "))}
+
+
+def test_demo_shows_no_public_constant_as_a_mean(capsys):
+    from streamdp.config import SessionConfig
+    from streamdp.synthetic import generate
+
+    release = SessionConfig(seed=3).private_pipeline().run(generate(duration=100.0, seed=0).recording)[0]
+    constants = set(release.to_message()["ledger"]["dropped_features"])
+    assert len(constants) == 26 and {"fixation_rate", "pupil_mean_mean", "blink_rate"} <= constants
+    assert main(["demo", "--offline", "--seed", "3", "--seconds", "150"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "means over the chunk" in line]
+    assert len(lines) == 2
+    for line in lines:
+        assert len(_means(line)) == 4 and not set(_means(line)) & constants
+    # the means differ from chunk to chunk: they are noised data, not constants
+    assert _means(lines[0]) != _means(lines[1])
+    # under equal weights every feature has ε: the first four preferred are shown, nothing skipped
+    assert main(["demo", "--offline", "--seed", "3", "--seconds", "100", "--weights", "equal"]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "means over the chunk" in line]
+    assert list(_means(line)) == ["fixation_rate", "fixation_duration_mean", "pupil_mean_mean", "blink_rate"]
+    assert "not shown" not in line
 
 
 def test_demo_without_a_seed_says_nothing_about_reproducible_noise(capsys):

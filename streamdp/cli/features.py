@@ -2,7 +2,8 @@
 
 The format follows the extension: ``.csv``, ``.npz``, or ``.parquet`` (with the ``parquet``
 extra); any other is refused before any work. A recording that gives no feature row (shorter
-than one window) writes nothing and exits with status 1, saying why.
+than one window), or none of whose samples reaches ``--min-confidence``, writes nothing and exits
+with status 1, saying why; when more than half fall below it, a warning says what share.
 """
 
 from __future__ import annotations
@@ -85,8 +86,18 @@ def run(args: argparse.Namespace) -> int:
     rec = load_recording(args.path, args.synthetic, args.seed, layout, config)
     if config.blinks == "given" and rec.blinks is None:
         raise StreamdpError(f"{args.path or rec.name}: --blinks given, but the recording has no blink events")
+    from ..offline.coverage import GazeTally
     from ..session import Session
 
+    name = args.path or rec.name
+    tally = GazeTally(config.min_confidence)
+    tally.add(rec.gaze.t, rec.gaze.valid, rec.gaze.confidence)
+    unusable, warning = tally.problem()
+    if unusable:
+        print(f"streamdp features: error: {name}: {unusable}: no feature rows, nothing written", file=sys.stderr)
+        return 1
+    if warning:
+        print(f"streamdp: warning: {name}: {warning}", file=sys.stderr)
     rows = Session.for_recording(config, rec).feature_rows(rec)
     if not len(rows):
         seconds = float(rec.gaze.duration) if len(rec.gaze) else 0.0
@@ -95,7 +106,6 @@ def run(args: argparse.Namespace) -> int:
             if seconds < config.window
             else "no step has a window of usable gaze"
         )
-        name = args.path or rec.name
         print(f"streamdp features: error: {name}: {why}: no feature rows, nothing written", file=sys.stderr)
         return 1
     write_feature_rows(rows, out)

@@ -4,7 +4,9 @@ al.), as ``.npy`` and a PNG picture (the PNG needs the ``plot`` extra: matplotli
 The picture says what it shows: normalized scene coordinates on its axes, fixations per observer
 on its colour bar (noisy, so some pixels are negative), and the mechanism, ε, δ, the cap m and
 the number of observers in its title. When the noise's standard deviation is at least the map's
-mean, the map is mostly noise: a warning says so and how many observers would be needed.
+mean, the map is mostly noise: a warning says so and how many observers would be needed. A
+recording none of whose samples reaches ``--min-confidence`` is refused (status 1, nothing
+written); one where more than half fall below it is warned about.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     require_extra("matplotlib", "plot", "heatmap")  # before any work: the PNG is part of the output
     from ..events import EventBatch
     from ..kernels.geometry import degrees_to_norm
+    from ..offline.coverage import GazeTally
     from ..privacy import secure_generator
     from ..privacy.heatmap import HeatmapGaussian, HeatmapLaplace, gaze_map, optimal_cap
     from ..readers import read_recording
@@ -106,6 +110,15 @@ def run(args: argparse.Namespace) -> int:
     maps = []
     for path in args.paths:
         rec = read_recording(path)
+        tally = GazeTally(config.min_confidence)
+        tally.add(rec.gaze.t, rec.gaze.valid, rec.gaze.confidence)
+        unusable, warning = tally.problem()
+        if unusable:  # an observer without gaze would count in the map's mean all the same
+            why = "no fixation to map: leave it out of the observers; nothing written"
+            print(f"streamdp heatmap: error: {path}: {unusable}: {why}", file=sys.stderr)
+            return 1
+        if warning:
+            log.warning("%s: %s", path, warning)
         events = config.event_config(rec.camera)
         det = EventDetector(events)
         fix = EventBatch.concat([det.update(rec.gaze), det.flush()]).fixations

@@ -13,6 +13,7 @@ import sys
 
 from ..errors import StreamdpError
 from .common import add_csv_options, csv_layout
+from .console import say
 from .format import counted, json_line
 from .gaze_options import gaze_options_checked
 from .options import add_config_file_option, add_config_options
@@ -62,22 +63,27 @@ def run(args: argparse.Namespace) -> int:
         layout=layout,
     )
     unreadable = 0
+    alone = len(results) == 1
     for r in results:
         if args.json:
             print(json_line(shared_result(r)), flush=True)
+        if r.warning:
+            print(f"streamdp: warning: {r.path}: {r.warning}", file=sys.stderr)
         if r.skipped:
             unreadable += r.skipped.startswith("cannot read")
-            print(f"skipped {r.path}: {r.skipped}", file=sys.stderr)
-        elif not args.json:
+            if not alone:
+                print(f"skipped {r.path}: {r.skipped}", file=sys.stderr)
+            continue
+        if r.note:
+            say(f"streamdp replay: {r.path}: {r.note}")
+        if not args.json:
             noise = f"noise {noise_statement(r.seed)}"
             ticks = f", {counted(r.ticks, 'gaze tick')}" if config.gaze_channel else ""
             print(f"{r.path}: {counted(r.chunks, 'sanitized chunk')}{ticks} ({noise}) → {args.out}/{r.name}.*")
-    written = sum(1 for r in results if r.chunks)
-    if not written:
-        print(
-            f"streamdp replay: error: every recording was skipped ({counted(len(results), 'recording')}); "
-            f"nothing written to {args.out}",
-            file=sys.stderr,
-        )
+    if not any(r.chunks for r in results):
+        # one recording: its reason is the error; several: each said why above
+        every = f"every recording was skipped ({counted(len(results), 'recording')})"
+        why = f"{results[0].path}: {results[0].skipped}" if alone else every
+        print(f"streamdp replay: error: {why}; nothing written to {args.out}", file=sys.stderr)
         return 1
     return 1 if unreadable else 0

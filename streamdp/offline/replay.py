@@ -61,6 +61,7 @@ from ..config import SessionConfig
 from ..errors import BudgetExhausted, InputError, StreamdpError
 from ..privacy.release import PrivateRelease
 from ..session import Session
+from .coverage import GazeTally, GridCoverage
 from .outputs import ReleaseFiles
 from .recordings import CsvLayout, open_recording
 from .results import LOCAL_CONFIG_FIELDS, shared_config, staged_folder
@@ -85,7 +86,7 @@ def noise_statement(seed: int | None) -> str:
 
 def shared_result(result: ReplayResult) -> dict[str, Any]:
     """A result as written or printed: its fields without the seed, and the noise statement."""
-    out = {k: v for k, v in asdict(result).items() if k != "seed"}
+    out = {k: v for k, v in asdict(result).items() if k not in ("seed", "note", "warning")}
     out["noise"] = noise_statement(result.seed)
     return out
 
@@ -113,6 +114,9 @@ class ReplayResult:
     steps_dropped: int = 0
     skipped: str = ""
     files: list[str] = field(default_factory=list)
+    #: for the console only, never written: why steps are in no chunk, and a warning about the gaze
+    note: str = ""
+    warning: str = ""
 
 
 def recording_seed(seed: int | None, index: int) -> int | None:
@@ -160,18 +164,22 @@ def _files(path: str, name: str, config: ReplayConfig, seed: int | None, out_dir
     return ReleaseFiles.for_recording(out_dir, name, path, config, noise_statement(seed))
 
 
-def _finish(result: ReplayResult, files: ReleaseFiles, session: Session, duration: float) -> ReplayResult:
+def _unusable(result: ReplayResult, tally: GazeTally) -> bool:
+    """Whether the gaze has no usable sample (the result then says so); a warning when most is not."""
+    result.skipped, result.warning = tally.problem()
+    return bool(result.skipped)
+
+
+def _finish(result: ReplayResult, files: ReleaseFiles, session: Session, tally: GazeTally) -> ReplayResult:
     result.steps_dropped = session.status().dropped_steps
     result.chunks = files.released
     result.ticks = files.ticks if files.released else 0
     result.files = files.finish()
+    coverage = GridCoverage.of(session.config, tally.first, tally.last) if tally.total else None
     if not result.files:
-        config = session.config
-        steps = int(max(0.0, duration - config.window) / config.step) + 1 if duration >= config.window else 0
-        result.skipped = (
-            f"shorter than one chunk: {duration:.1f} s of gaze gives {steps} steps, "
-            f"a chunk needs {config.chunk_length}"
-        )
+        result.skipped = coverage.no_chunk() if coverage is not None else "no gaze samples"
+    elif coverage is not None:
+        result.note = coverage.note()
     return result
 
 
@@ -183,10 +191,13 @@ def _replay_streamed(
     result = ReplayResult(path, name, seed)
     if config.identity is not None or (config.blinks == "given" and source.blinks is None):
         # refused now, before a durable budget is charged or gaze is replayed without its blinks
-        if not check_streamable(source):
+        first = GazeTally(config.min_confidence)
+        if not check_streamable(source, tally=first):
             return None
         if source.blinks is None and config.blinks == "given":
             result.skipped = "--blinks given, but the recording has no blink events"
+            return result
+        if _unusable(result, first):
             return result
     files = _files(path, name, config, seed, out_dir)
     try:
@@ -196,11 +207,14 @@ def _replay_streamed(
             return None
         result.skipped = f"not replayed: {exc}"
         return result
-    duration = stream_gaze(source, session)
-    if duration is None:
+    tally = GazeTally(config.min_confidence)
+    if stream_gaze(source, session, tally=tally) is None:
         files.discard()
         return None
-    return _finish(result, files, session, duration)
+    if _unusable(result, tally):
+        files.discard()
+        return result
+    return _finish(result, files, session, tally)
 
 
 def _replay_whole(
@@ -215,6 +229,10 @@ def _replay_whole(
     if config.blinks == "given" and rec.blinks is None:
         result.skipped = "--blinks given, but the recording has no blink events"
         return result
+    tally = GazeTally(config.min_confidence)
+    tally.add(rec.gaze.t, rec.gaze.valid, rec.gaze.confidence)
+    if _unusable(result, tally):
+        return result
     files = _files(path, name, config, seed, out_dir)
     try:
         session = Session.for_recording(config, rec, sinks=[files], seed=seed)
@@ -222,7 +240,7 @@ def _replay_whole(
         result.skipped = f"not replayed: {exc}"
         return result
     session.run(rec)
-    return _finish(result, files, session, rec.gaze.duration)
+    return _finish(result, files, session, tally)
 
 
 def replay(

@@ -30,6 +30,7 @@ from ..readers._checks import check_overlap
 from ..readers.pldata_order import NotStreamable, OrderedPldataGaze
 from ..readers.pupil import _pldata_blinks, read_info_offset
 from ..session import Session
+from .coverage import GazeTally
 
 #: ordered gaze fed to the session at a time (~2.7 min at 200 Hz, ~2 MB): the session's cost per
 #: call is then negligible, its memory still bounded
@@ -91,13 +92,14 @@ def _ends(gaze: OrderedPldataGaze) -> NDArray[np.float64]:
     return np.array([gaze.first, gaze.last])
 
 
-def check_streamable(source: PldataSource, *, block_bytes: int | None = None) -> bool:
-    """Read the gaze once, without a session: whether nothing in it would be refused."""
+def check_streamable(source: PldataSource, *, block_bytes: int | None = None, tally: GazeTally | None = None) -> bool:
+    """Read the gaze once, without a session: whether nothing in it would be refused (``tally``
+    counts its samples)."""
     gaze = _ordered(source, block_bytes)
     try:
         blinks = _blinks(source)
-        for _ in gaze:
-            pass
+        for cols in gaze:
+            _count(tally, cols)
         _check_side_files(source, blinks, gaze)
     except NotStreamable:
         return False
@@ -110,11 +112,18 @@ def _ordered(source: PldataSource, block_bytes: int | None) -> OrderedPldataGaze
     return OrderedPldataGaze(source.gaze, block_bytes=block_bytes)
 
 
-def stream_gaze(source: PldataSource, session: Session, *, block_bytes: int | None = None) -> float | None:
+def _count(tally: GazeTally | None, cols: GazeColumns) -> None:
+    if tally is not None:
+        tally.add(cols.t, cols.valid, cols.confidence)
+
+
+def stream_gaze(
+    source: PldataSource, session: Session, *, block_bytes: int | None = None, tally: GazeTally | None = None
+) -> float | None:
     """Feed the gaze of ``source`` to ``session`` in time order, a batch at a time (the blinks,
     when the session takes given blinks, with the first), then end the stream; the gaze's
     duration in s, or None when the recording holds something the whole-file reader refuses or
-    might (the session's output must then be discarded).
+    might (the session's output must then be discarded). ``tally`` counts the samples fed.
     """
     gaze = _ordered(source, block_bytes)
     try:
@@ -123,6 +132,7 @@ def stream_gaze(source: PldataSource, session: Session, *, block_bytes: int | No
         parts: list[GazeColumns] = []
         rows = 0
         for cols in gaze:
+            _count(tally, cols)
             parts.append(cols)
             rows += len(cols)
             if rows >= FEED_ROWS:
