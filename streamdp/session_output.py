@@ -42,6 +42,8 @@ class SessionCounters:
     dropped_before: int = 0
     reconnects: int = 0
     restarts: int = 0
+    #: apps' requests and notifications streamdp's Pupil Remote refused (its policy)
+    refused: int = 0
 
 
 class SessionOutput:

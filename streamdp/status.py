@@ -43,7 +43,10 @@ class StatusEvent(Enum):
     STOPPED = "stopped"
 
 
-_COUNTERS = ("received", "malformed", "invalid", "late", "shed", "released", "dropped_steps", "reconnects", "restarts")
+_COUNTERS = (
+    "received", "malformed", "invalid", "late", "shed", "released", "dropped_steps", "reconnects", "restarts",
+    "refused",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +75,8 @@ class SessionStatus:
     dropped_steps: int = 0
     reconnects: int = 0
     restarts: int = 0
+    #: requests and notifications from apps that streamdp's Pupil Remote refused
+    refused: int = 0
     epsilon_spent: float = 0.0
     budget_exhausted: bool = False
     clipped_fraction: float = 0.0

@@ -2,7 +2,9 @@
 
 Each row is a command line, the exit status it must end with, and a pattern the one line it
 writes to stderr must match, naming the input at fault. No row may print a traceback or leave
-anything partial behind (no ``.partial`` file or staging folder, no output). Sockets are real
+anything partial behind (no ``.partial`` file or staging folder, no output), except the rows in
+``WRITES``: they run to the end and say on that line what their output leaves out (gaze mostly under
+the confidence threshold, steps outside the public chunk grid). Sockets are real
 (a port made busy by binding it here), paths are real files and folders under ``tmp_path``.
 """
 
@@ -13,17 +15,28 @@ import re
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import zmq.auth
 
 from streamdp.cli import main
 from streamdp.network.sink import ReleasePublisher
+from streamdp.synthetic import generate
+
+from .recording_files import write_capture_recording
 
 #: placeholders in the table: {tmp} the test's folder, {busy} a port a plain socket listens on,
 #: {relay} the port of a running relay's publisher, {cert} a certificate pair in {tmp}/certs
 BUSY = r"tcp://127\.0\.0\.1:\d+: cannot listen there: the address is already in use"
+
+#: the recordings in {data} (Capture folders of synthetic gaze from t 1000 s): "lost" 40 s, every sample
+#: below the default --min-confidence 0.6; "mostly" 40 s, three samples in four below it; "short" 39.2 s,
+#: whose steps with full windows (t 1030–1039 s) hold no slot of 16 steps of the public grid, one of 8
+LOST = r"all 8000 gaze samples are below --min-confidence 0\.6 \(as when the eye tracker loses the eye\)"
+GRID = r"chunks are fixed slots of {n} steps × 0\.5 s on the public grid of the source clock \(one every {s} s, "
 
 #: a features run on {tmp}/gaze.csv, and the options that describe its format
 CSV = ["features", "{tmp}/gaze.csv", "--out", "{tmp}/f.csv"]
@@ -38,6 +51,14 @@ ROWS = [
     ("bind-not-here", ["relay", "--bind", "tcp://192.0.2.1:5570", "--insecure"], 2,
      r"^streamdp relay: error: tcp://192\.0\.2\.1:5570: cannot listen there: no interface of this machine has"),
     ("subscribe-foo", ["subscribe", "foo"], 2, r"^streamdp subscribe: error: foo: not an address to connect to"),
+    ("pupil-remote-lan", ["relay", "--pupil-remote", "tcp://0.0.0.0:50020"], 2,
+     r"^streamdp relay: error: tcp://0\.0\.0\.0:50020: refusing to publish sanitized features beyond this machine"),
+    ("pupil-remote-busy", ["relay", "--pupil-remote", "tcp://127.0.0.1:{busy}"], 2,
+     rf"^streamdp relay: error: {BUSY}"),
+    ("pupil-remote-neon", ["relay", "--neon", "--pupil-remote", "tcp://127.0.0.1:50029"], 2,
+     r"^streamdp relay: error: --pupil-remote serves apps of Pupil Capture: it needs Capture \(not --neon\)"),
+    ("pupil-remote-is-capture", ["relay", "--pupil-remote", "tcp://127.0.0.1:50020"], 2,
+     r"^streamdp relay: error: streamdp's Pupil Remote \(tcp://127\.0\.0\.1:50020\) cannot be Capture's"),
     ("relay-remote-foo", ["relay", "--remote", "foo"], 2,
      r"^streamdp relay: error: foo: not an address to connect to \(give e\.g\. tcp://127\.0\.0\.1:50020\)"),
     ("remote-port", ["relay", "--remote", "tcp://127.0.0.1:99999"], 2,
@@ -162,6 +183,32 @@ ROWS = [
      r"^streamdp features: error: synthetic-reading-0: 20\.0 s of gaze is shorter than one 30 s window: no feature"),
     ("parquet-extra", ["features", "--synthetic", "40", "--out", "{tmp}/f.parquet"], 2,
      r"^streamdp features needs the optional extra: pip install 'streamdp\[parquet\]'$"),
+    ("features-lost-eye", ["features", "{data}/lost", "--out", "{tmp}/f.csv"], 1,
+     rf"^streamdp features: error: .*/lost: {LOST}: no feature rows, nothing written$"),
+    ("features-mostly-lost", ["features", "{data}/mostly", "--out", "{tmp}/f.csv", "-q"], 0,
+     r"^streamdp: warning: .*/mostly: 7\d% of 8000 gaze samples are below --min-confidence 0\.6: only the other 2\d% "
+     r"count$"),
+    ("replay-lost-eye", ["replay", "{data}/lost", "--out", "{tmp}/o"], 1,
+     rf"^streamdp replay: error: .*/lost: {LOST}; nothing written to .*/o$"),
+    ("replay-mostly-lost", ["replay", "{data}/mostly", "--out", "{tmp}/o", "--chunk-length", "8", "-q"], 0,
+     r"^streamdp: warning: .*/mostly: 7\d% of 8000 gaze samples are below --min-confidence 0\.6: only the other"),
+    ("heatmap-lost-eye", ["heatmap", "{data}/lost", "--out", "{tmp}/m.npy"], 1,
+     rf"^streamdp heatmap: error: .*/lost: {LOST}: no fixation to map: leave it out of the observers; "
+     r"nothing written$"),
+    ("replay-no-slot", ["replay", "{data}/short", "--out", "{tmp}/o", "--chunk-length", "16"], 1,
+     r"^streamdp replay: error: .*/short: no whole chunk: 39\.2 s of gaze gives 19 steps, enough for a chunk of 16 "
+     r"but not on the public grid: " + GRID.format(n=16, s=8) + r"whatever the gaze\); the first slot after the "
+     r"gaze's first full 30 s window \(t 1030\.0 s\) runs t 1032\.0–1039\.5 s, past the end of the gaze at "
+     r"t 1039\.2 s; the 4 steps before it lie in a slot that starts before the first full window: give "
+     r"--chunk-length 8 or less, or a longer recording; nothing written to .*/o$"),
+    ("replay-too-short", ["replay", "{data}/short", "--out", "{tmp}/o", "--chunk-length", "32"], 1,
+     r"^streamdp replay: error: .*/short: shorter than one chunk: 39\.2 s of gaze gives 19 steps, a chunk needs 32: "
+     r"chunks are fixed slots .* give --chunk-length 8 or less, or a longer recording; nothing written to .*/o$"),
+    ("replay-one-slot", ["replay", "{data}/short", "--out", "{tmp}/o", "--chunk-length", "8"], 0,
+     r"^streamdp replay: .*/short: 19 steps with a full 30 s window \(t 1030\.0–1039\.0 s\), 8 of them in 1 whole "
+     r"chunk \(t 1032\.0–1035\.5 s\); " + GRID.format(n=8, s=4) + r"whatever the gaze\), so the 4 before the first "
+     r"slot \(it starts before the first full window\) and the 7 after the last \(the next slot ends past the gaze\) "
+     r"are not released$"),
 ]
 
 #: rows run in a fresh interpreter: what a library prints while the interpreter tears an object
@@ -169,6 +216,8 @@ ROWS = [
 SUBPROCESS = {"neon-unreachable"}
 #: rows run as if an optional extra were not installed
 WITHOUT = {"parquet-extra": "pyarrow"}
+#: rows that run and write their output (exit 0, a warning or a note on stderr): what appears in the folder
+WRITES = {"features-mostly-lost": {"f.csv"}, "replay-mostly-lost": {"o"}, "replay-one-slot": {"o"}}
 
 
 @pytest.fixture(scope="module")
@@ -184,12 +233,28 @@ def ports():
         busy.close()
 
 
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """The recordings of the table's {data} (see LOST above)."""
+    folder = tmp_path_factory.mktemp("recordings")
+    rec = generate(duration=40.0, rate=200.0, seed=0).recording
+    gaze, n = rec.gaze, len(rec.gaze)
+    lost = np.full(n, 0.3)
+    mostly = np.where(np.arange(n) % 4 == 0, gaze.confidence, 0.3)
+    for name, confidence in (("lost", lost), ("mostly", mostly)):
+        write_capture_recording(replace(rec, gaze=replace(gaze, confidence=confidence)), folder / name)
+    write_capture_recording(generate(duration=39.2, rate=200.0, seed=0).recording, folder / "short")
+    return folder
+
+
 def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
 @pytest.mark.parametrize(("argv", "code", "pattern"), [pytest.param(*r[1:], id=r[0]) for r in ROWS])
-def test_bad_input_ends_with_one_line_naming_it(request, tmp_path, ports, monkeypatch, capsys, argv, code, pattern):
+def test_bad_input_ends_with_one_line_naming_it(
+    request, tmp_path, ports, data, monkeypatch, capsys, argv, code, pattern
+):
     row = request.node.callspec.id
     if row == "neon-unreachable":
         pytest.importorskip("pupil_labs.realtime_api")
@@ -201,7 +266,7 @@ def test_bad_input_ends_with_one_line_naming_it(request, tmp_path, ports, monkey
     cells[6] = "1030;abc;0.5;0.9"
     (tmp_path / "gaze.csv").write_text("\n".join(cells) + "\n")
     before = _files(tmp_path)
-    args = [a.format(tmp=tmp_path, **ports) for a in argv]
+    args = [a.format(tmp=tmp_path, data=data, **ports) for a in argv]
     if row in SUBPROCESS:
         proc = subprocess.run(
             [sys.executable, "-m", "streamdp.cli", *args], capture_output=True, text=True, timeout=60,
@@ -221,4 +286,7 @@ def test_bad_input_ends_with_one_line_naming_it(request, tmp_path, ports, monkey
     assert len(lines) == 1, f"want one line on stderr, got {lines}"
     assert re.search(pattern, lines[0]), lines[0]
     assert status == code
-    assert _files(tmp_path) == before, "something was left behind"
+    after = _files(tmp_path)
+    assert before <= after and {p for p in after - before if "/" not in p} == WRITES.get(row, set()), (
+        "something was left behind" if row not in WRITES else "the output is not where it belongs"
+    )

@@ -58,6 +58,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--timeout", type=POSITIVE, default=1.0, help="seconds Pupil Remote has to answer (default: %(default)s)"
     )
+    p.add_argument(
+        "--pupil-remote",
+        metavar="ADDRESS",
+        help="streamdp's own Pupil Remote, as the relay's --pupil-remote (checked: it must not be Capture's; default: none)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object: verdict, exit_code, findings, firewall")
     add_config_file_option(p)
     add_config_options(p, ["privacy", "features", "live"])
@@ -84,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.neon is None:
         check_address(args.remote, example="tcp://127.0.0.1:50020")
-        report = check_deployment(remote=args.remote, timeout=args.timeout, **side)
+        report = check_deployment(remote=args.remote, timeout=args.timeout, pupil_remote=args.pupil_remote, **side)
     else:
         report = check_ports({}, **side)
         device = Finding(

@@ -19,8 +19,21 @@ from ..privacy.randomness import CRYPTOGRAPHIC
 from ..privacy.release import PrivateRelease, check_sealed
 from ..status import SessionStatus, StatusEvent, check_status
 
-#: features shown per chunk (their mean over the chunk's steps): a rate, a duration, the pupil, blinks
-SHOWN_FEATURES = ("fixation_rate", "fixation_duration_mean", "pupil_mean_mean", "blink_rate")
+#: features shown per chunk (their mean over the chunk's steps), the first released of these in order: a
+#: rate, a duration, the pupil, blinks, then saccades, fixation spread and a wordbook; a feature the
+#: weights give no ε is a public constant (the same in every chunk), never shown as if it were data
+SHOWN_FEATURES = (
+    "fixation_rate",
+    "fixation_duration_mean",
+    "pupil_mean_mean",
+    "blink_rate",
+    "positive_saccade_rate",
+    "saccade_amplitude_max",
+    "fixation_var_x_mean",
+    "wordbook1_max",
+)
+#: how many feature means a chunk shows
+SHOWN = 4
 
 #: each status event in words
 EVENT_WORDS = {
@@ -76,6 +89,30 @@ def describe_epsilon(mechanism: Mapping[str, Any]) -> str:
     return f"ε {float(total):g} per chunk (split by the {mechanism.get('weights', 'profile')} weights)"
 
 
+def _means(led: Mapping[str, Any], names: list[str], values: np.ndarray) -> str:
+    """The means over the chunk of a few released features, and how many public constants are not
+    shown and why.
+
+    Examples
+    --------
+    >>> led = {"dropped_features": ["fixation_rate"], "weights": "task"}
+    >>> _means(led, ["fixation_rate", "blink_rate", "x"], np.array([[3.0, 0.25, 1.0], [3.0, 0.75, 2.0]]))
+    'blink_rate 0.5, x 1.5 (1 public constant not shown: the task weights give it no ε)'
+    """
+    constants = set(led.get("dropped_features") or ())
+    released = [name for name in names if name not in constants]
+    shown = [name for name in SHOWN_FEATURES if name in released][:SHOWN]
+    shown += [name for name in released if name not in shown][: SHOWN - len(shown)]
+    means = ", ".join(f"{name} {values[:, names.index(name)].mean():.3g}" for name in shown) or "-"
+    if not constants:
+        return means
+    them = "it" if len(constants) == 1 else "them"
+    return (
+        f"{means} ({counted(len(constants), 'public constant')} not shown: "
+        f"the {led.get('weights', 'profile')} weights give {them} no ε)"
+    )
+
+
 def _unit_sentence(led: Mapping[str, Any]) -> str:
     """What the unit protects and where the budget stands, in words."""
     unit, spent = led.get("unit"), float(led["epsilon_spent"])
@@ -107,7 +144,8 @@ def _unit_sentence(led: Mapping[str, Any]) -> str:
 def format_chunk(message: Mapping[str, Any]) -> str:
     """Sentences for one sanitized chunk that a non-expert reads: which chunk, what it costs in
     total, what is protected under which unit, the total so far and what remains, what that
-    means for raw gaze; then a few feature means over the chunk.
+    means for raw gaze; then the means over the chunk of a few released features (never of a public
+    constant: a feature the weights give no ε).
 
     ``message`` is :meth:`PrivateRelease.to_message` or what a subscriber decoded from the topic.
 
@@ -138,9 +176,6 @@ def format_chunk(message: Mapping[str, Any]) -> str:
         raw = f"raw gaze: one sample is protected at ε ≤ {float(led['raw_gaze_epsilon']):g}"
     elif not raw.startswith("raw gaze"):
         raw = f"raw gaze: {raw}"
-    means = ", ".join(
-        f"{name} {values[:, names.index(name)].mean():.3g}" for name in SHOWN_FEATURES if name in names
-    )
     generator = led.get("generator")
     noise = (
         f"  noise: {generator} — drawn from a seeded generator: whoever knows the seed removes it "
@@ -154,7 +189,7 @@ def format_chunk(message: Mapping[str, Any]) -> str:
         f"  protected: {_unit_sentence(led)}\n"
         f"  {raw}\n"
         f"{noise}"
-        f"  means over the chunk: {means or '-'}"
+        f"  means over the chunk: {_means(led, names, values)}"
     )
 
 
@@ -198,6 +233,7 @@ def format_status(status: SessionStatus) -> str:
         f"skipped {s.malformed} malformed, {s.invalid} invalid, {s.late} late; "
         f"{counted(s.dropped_steps, 'dropped step')}, {counted(s.reconnects, 'reconnect')}, "
         f"{counted(s.restarts, 'restart')}; {counted(s.subscribers, 'subscriber')}"
+        + (f"; {s.refused} requests of apps refused (streamdp's Pupil Remote)" if s.refused else "")
     )
 
 

@@ -64,6 +64,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "without an address the device is discovered (default: Pupil Capture)",
     )
     p.add_argument("--invisible", action="store_true", help="the device is a Pupil Invisible (scene 1088×1080)")
+    p.add_argument(
+        "--pupil-remote",
+        metavar="ADDRESS",
+        help="serve Capture's Network API here with sanitized data only (e.g. tcp://*:50020 once Capture's own "
+        "Pupil Remote is on 127.0.0.1:50021; switches the gaze channel on; docs/pupil-remote.md; default: off)",
+    )
+    p.add_argument(
+        "--pupil-remote-gaze",
+        choices=("3d", "2d"),
+        default="3d",
+        help="the gaze datums streamdp's Pupil Remote publishes: gaze.3d.01. or gaze.2d.01. (default: %(default)s)",
+    )
     add_config_file_option(p)
     add_config_options(p, ["privacy", "features", "gaze", "live"])
     p.set_defaults(handler=run)
@@ -141,6 +153,25 @@ def _deployment_check(args: argparse.Namespace, config: Any, curve: bool) -> Cal
         ledger_dir=Path(config.ledger_dir) if config.ledger_dir else None,
         budget=config.budget,
         seeded=config.seed is not None,
+        pupil_remote=args.pupil_remote,
+    )
+
+
+def _pupil_remote(args: argparse.Namespace, curve: Any) -> Any:
+    """streamdp's own Pupil Remote (``--pupil-remote``), or None."""
+    if args.pupil_remote is None:
+        return None
+    from ..network.pupil_remote import StreamdpPupilRemote
+
+    if args.neon is not None:
+        raise InputError("--pupil-remote serves apps of Pupil Capture: it needs Capture (not --neon)")
+    return StreamdpPupilRemote(
+        args.pupil_remote,
+        capture_remote=args.remote,
+        curve=curve,
+        insecure=args.insecure,
+        gaze_mode=args.pupil_remote_gaze,
+        publish_reproducible_noise_not_private=args.publish_reproducible_noise_not_private,
     )
 
 
@@ -151,6 +182,9 @@ def run(args: argparse.Namespace) -> int:
     from ..status import StatusEvent
 
     config = gaze_options_checked(args)  # bad options fail before any socket exists
+    if args.pupil_remote is not None:
+        # streamdp's Pupil Remote serves the real-time channel's ticks as Capture's gaze datums
+        config = dataclasses.replace(config, gaze_channel=True)
     if args.neon is None:
         check_address(args.remote, example="tcp://127.0.0.1:50020")
     curve = _curve(args)
@@ -169,8 +203,10 @@ def run(args: argparse.Namespace) -> int:
         publish_reproducible_noise_not_private=args.publish_reproducible_noise_not_private,
     )
     status = StatusPublisher(args.status_bind)
+    facade: Any = None
     shell: Any
     try:
+        facade = _pupil_remote(args, curve)
         if args.neon is not None:
             from ..network.neon import NeonRelay
 
@@ -184,6 +220,9 @@ def run(args: argparse.Namespace) -> int:
 
             source = f"Pupil Capture at {args.remote}"
             session = Session(config, sinks=[publisher, status], source=source)
+            if facade is not None:
+                facade.counters = session.counters  # its refusals on the owner's status socket
+                session.sinks.append(facade)
             shell = Relay(
                 session,
                 remote=args.remote,
@@ -200,6 +239,12 @@ def run(args: argparse.Namespace) -> int:
             f"scene camera {session.camera}){describe_gaze_channel(config)}; "
             f"status for this device only on {status.endpoint}",
         )
+        if facade is not None:
+            say(
+                f"streamdp relay: Pupil Remote for apps on {facade.address} (SUB_PORT {facade.sub_port}, "
+                f"PUB_PORT {facade.pub_port}): sanitized {facade.gaze_mode} gaze at {config.gaze_rate:g} Hz, "
+                "streamdp.*, and what the notification policy passes; Capture's own at " + args.remote
+            )
         try:
             shell.run()
         except Exception as exc:
@@ -210,5 +255,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         publisher.close()
         status.close()
+        if facade is not None:
+            facade.close()
     say(f"streamdp relay stopped: {format_status(session.status(StatusEvent.STOPPED, subscribers))}")
     return 0

@@ -36,6 +36,7 @@ from .deployment import EXIT_PRIVATE, EXIT_RAW_REACHABLE, EXIT_UNCHECKED, Deploy
 from .firewall import firewall_commands
 from .firewall_rules import FirewallReading, read_firewall
 from .listening import ListeningSocket, ListeningTableUnavailable, listening_sockets
+from .remote_ports import RemoteUnanswered, ask_ports, facade_finding
 
 __all__ = [
     "EXIT_PRIVATE",
@@ -43,6 +44,8 @@ __all__ = [
     "EXIT_UNCHECKED",
     "DeploymentReport",
     "Finding",
+    "RemoteUnanswered",
+    "ask_ports",
     "check_deployment",
     "check_ports",
 ]
@@ -190,7 +193,7 @@ def _verdict(findings: list[Finding], exposed_ports: list[int]) -> tuple[str, in
         return f"NOT private: {'; '.join(reasons)}{close}", EXIT_RAW_REACHABLE
     if unknown:
         return f"could not check: {unknown[0].subject}: {unknown[0].text}", EXIT_UNCHECKED
-    return "private: raw gaze is reachable from this machine only; apps see only sanitized chunks", EXIT_PRIVATE
+    return "private: raw gaze is reachable from this machine only; apps see only sanitized data", EXIT_PRIVATE
 
 
 def check_ports(
@@ -206,6 +209,7 @@ def check_ports(
     platform: str | None = None,
     proc_net: Path = Path("/proc/net"),
     firewall: FirewallReading | None = None,
+    pupil_remote: str | None = None,
 ) -> DeploymentReport:
     """The deployment check for a caller that knows Capture's raw-gaze ports.
 
@@ -229,6 +233,9 @@ def check_ports(
     firewall : FirewallReading, optional
         The firewall rules closing ports to other hosts (default: read when a raw port listens
         beyond loopback, :func:`~streamdp.network.firewall_rules.read_firewall`).
+    pupil_remote : str, optional
+        streamdp's own Pupil Remote (``relay --pupil-remote``): asked for its ports, which must
+        not be Capture's (:func:`~streamdp.network.remote_ports.facade_finding`).
 
     Raises
     ------
@@ -258,6 +265,8 @@ def check_ports(
         read = functools.cache(lambda: read_firewall(platform) if firewall is None else firewall)
         findings += [_raw_port_finding(name, port, table, read) for name, port in raw_ports.items()]
     findings += _endpoint_findings(sanitized, curve, status, table)
+    if pupil_remote is not None:
+        findings.append(facade_finding(pupil_remote, raw_ports, curve=curve))
     if seeded:
         findings.append(
             Finding("noise", "exposed", "seeded: reproducible, not private (whoever knows the seed removes it)")
@@ -270,37 +279,6 @@ def check_ports(
     verdict, code = _verdict(findings, exposed_ports)
     commands = tuple(firewall_commands(platform, exposed_ports)) if exposed_ports else ()
     return DeploymentReport(tuple(findings), verdict, code, commands, platform)
-
-
-class RemoteUnanswered(Exception):
-    """Pupil Remote did not answer, or not with a port."""
-
-
-def ask_ports(remote: str, *, timeout: float = 1.0, context: zmq.Context | None = None) -> dict[str, int]:
-    """Pupil Remote's port and the backbone's ``SUB_PORT`` and ``PUB_PORT``, asked of ``remote``.
-
-    Raises
-    ------
-    RemoteUnanswered
-        No answer within ``timeout`` seconds, or an answer that is not a port.
-    """
-    ctx = context or zmq.Context.instance()
-    req = ctx.socket(zmq.REQ)
-    req.linger = 0
-    ports = {"Pupil Remote": _port(remote) or 0}
-    try:
-        req.connect(remote)
-        for command in ("SUB_PORT", "PUB_PORT"):
-            req.send_string(command)
-            if not req.poll(int(timeout * 1000)):
-                raise RemoteUnanswered(f"Pupil Remote at {remote} did not answer {command} within {timeout:g} s")
-            answer = req.recv().decode("utf-8", "replace")
-            if not answer.isdigit() or not 1 <= int(answer) <= 65535:
-                raise RemoteUnanswered(f"Pupil Remote at {remote} answered {answer[:40]!r} to {command}, not a port")
-            ports[command] = int(answer)
-    finally:
-        req.close(linger=0)
-    return ports
 
 
 def _absent_or_silent(remote: str, problem: str, platform: str, proc_net: Path) -> str:
@@ -332,6 +310,7 @@ def check_deployment(
     proc_net: Path = Path("/proc/net"),
     firewall: FirewallReading | None = None,
     context: zmq.Context | None = None,
+    pupil_remote: str | None = None,
 ) -> DeploymentReport:
     """The whole check: Capture's ports asked of Pupil Remote at ``remote``, then :func:`check_ports`.
 
@@ -341,7 +320,7 @@ def check_deployment(
         Pupil Remote's address, e.g. ``tcp://127.0.0.1:50020``.
     timeout : float
         Seconds Pupil Remote has to answer each question.
-    sanitized, curve, status, identity, ledger_dir, budget, seeded, platform, proc_net, firewall
+    sanitized, curve, status, identity, ledger_dir, budget, seeded, platform, proc_net, firewall, pupil_remote
         As for :func:`check_ports`.
 
     Returns
@@ -383,4 +362,5 @@ def check_deployment(
         platform=platform,
         proc_net=proc_net,
         firewall=firewall,
+        pupil_remote=pupil_remote,
     )

@@ -42,6 +42,7 @@ __all__ = [
     "StatusPublisher",
     "bind",
     "bind_error",
+    "check_private_noise",
     "check_release_endpoint",
     "check_status_endpoint",
     "read_certificate",
@@ -55,6 +56,23 @@ _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 STATUS_TOPIC = "streamdp.status"
 #: the owner's status socket when none is named: the sanitized socket's port + 1, loopback
 DEFAULT_STATUS_ENDPOINT = "tcp://127.0.0.1:5571"
+
+
+def check_private_noise(release: PrivateRelease, reproducible_allowed: bool) -> None:
+    """Refuse ``release`` on a network sink when its noise is seeded (whoever knows the seed
+    removes it), unless ``reproducible_allowed`` (tests and demos on loopback).
+
+    Raises
+    ------
+    ValueError
+        Its ledger says the noise is not from the OS CSPRNG.
+    """
+    if release.ledger.get(GENERATOR_KEY) != CRYPTOGRAPHIC and not reproducible_allowed:
+        raise ValueError(
+            f"chunk {release.ledger.get('chunk_index')}: its noise is {release.ledger.get(GENERATOR_KEY)!r} "
+            "(seeded: not cryptographic); a network sink publishes only noise from the OS CSPRNG "
+            "(streamdp.privacy.secure_generator() without a seed)"
+        )
 
 
 class StatusPublisher:
@@ -253,12 +271,7 @@ class ReleasePublisher:
             ``publish_reproducible_noise_not_private`` was not set.
         """
         check_sealed(release)
-        if release.ledger.get(GENERATOR_KEY) != CRYPTOGRAPHIC and not self.publish_reproducible_noise_not_private:
-            raise ValueError(
-                f"chunk {release.ledger.get('chunk_index')}: its noise is {release.ledger.get(GENERATOR_KEY)!r} "
-                "(seeded: not cryptographic); a network sink publishes only noise from the OS CSPRNG "
-                "(streamdp.privacy.secure_generator() without a seed)"
-            )
+        check_private_noise(release, self.publish_reproducible_noise_not_private)
         self._socket.send_multipart([release.topic.encode(), self._pack(release.to_message())])
 
     def publish_status(self, status: SessionStatus) -> None:

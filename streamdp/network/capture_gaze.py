@@ -1,0 +1,136 @@
+"""The gaze channel's sanitized ticks as Capture's own gaze datums, for apps that read ``gaze.3d.*``.
+
+hmd-eyes (``GazeData.cs``) and pupil-helpers read Capture's gaze datums: ``norm_pos``,
+``confidence``, ``timestamp``, ``gaze_point_3d`` and, binocular, ``eye_centers_3d`` and
+``gaze_normals_3d`` keyed ``"0"``/``"1"``. :func:`capture_gaze_frames` builds one from each
+sealed tick of the real-time channel, field by field from public or sanitized values only
+(:data:`GAZE_DATUM_FIELDS`):
+
+- one topic, ``gaze.3d.01.`` (``gaze.2d.01.`` for a 2d source), every tick: which eyes Capture
+  mapped is a function of the raw confidences, so the topic does not follow it;
+- ``norm_pos`` the tick's sanitized scene position; ``gaze_point_3d`` the ray through it at a
+  public distance (:data:`GAZE_DISTANCE_MM`), in Capture's world-camera frame (x right, y down,
+  z forward, mm);
+- eye centres from a public default geometry (:data:`EYE_CENTERS_MM`), never the measured ones:
+  they carry the wearer's interpupillary distance, a biometric; the gaze normals point from them
+  to the sanitized point;
+- ``confidence`` a public constant, ``timestamp`` the tick's time on the public grid, and
+  ``base_data`` empty (Capture's holds the raw pupil datums).
+
+Examples
+--------
+>>> from streamdp.config import SessionConfig
+>>> from streamdp.session import Session
+>>> from streamdp.sinks import CollectingSink
+>>> from streamdp.synthetic import generate
+>>> rec = generate(duration=1.0, seed=1).recording
+>>> sink = CollectingSink(accepts_gaze=True)
+>>> _ = Session.for_recording(SessionConfig(seed=0, gaze_channel=True), rec, sinks=[sink]).run(rec)
+>>> topic, payload = capture_gaze_frames(sink.ticks[0])[0]
+>>> datum = msgpack.unpackb(payload)
+>>> topic, sorted(datum) == sorted(GAZE_DATUM_FIELDS), datum["confidence"], datum["eye_centers_3d"]["0"]
+(b'gaze.3d.01.', True, 1.0, [31.5, 0.0, 0.0])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+from ..privacy.release import PrivateRelease, check_sealed
+
+__all__ = [
+    "EYE_CENTERS_MM",
+    "GAZE_CONFIDENCE",
+    "GAZE_DATUM_FIELDS",
+    "GAZE_DISTANCE_MM",
+    "GAZE_TOPICS",
+    "capture_gaze_frames",
+    "is_gaze_tick",
+]
+
+#: the public distance of the sanitized gaze point from the scene camera (mm)
+GAZE_DISTANCE_MM = 500.0
+#: the public eye geometry: eye 0 (right) and eye 1 (left) at a mean adult interpupillary distance
+#: of 63 mm, level with the camera (Capture's frame: x right, y down, z forward, mm)
+EYE_CENTERS_MM: Mapping[str, tuple[float, float, float]] = {"0": (31.5, 0.0, 0.0), "1": (-31.5, 0.0, 0.0)}
+#: every sanitized datum's confidence: a constant, never the measured one
+GAZE_CONFIDENCE = 1.0
+#: the topic of each gaze mode
+GAZE_TOPICS: Mapping[str, str] = {"3d": "gaze.3d.01.", "2d": "gaze.2d.01."}
+
+#: every field of a sanitized datum and why it may leave (the audit's table)
+GAZE_DATUM_FIELDS: Mapping[str, str] = {
+    "topic": "public: one constant topic per gaze mode",
+    "norm_pos": "sanitized: the tick's noised scene position",
+    "confidence": "public: a constant",
+    "timestamp": "public: the tick's time on the public grid",
+    "base_data": "public: always empty (Capture's holds raw pupil datums)",
+    "gaze_point_3d": "sanitized: the ray through norm_pos at the public distance",
+    "eye_centers_3d": "public: the default eye geometry",
+    "gaze_normals_3d": "sanitized: from the public eye centres to gaze_point_3d",
+}
+_FIELDS_2D = ("topic", "norm_pos", "confidence", "timestamp", "base_data")
+
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
+def is_gaze_tick(release: PrivateRelease) -> bool:
+    """Whether ``release`` is a tick of the real-time gaze channel (not a chunk of features)."""
+    return release.ledger.get("channel") == "gaze"
+
+
+def _datum_3d(t: float, ax: float, ay: float, nx: float, ny: float, topic: str) -> dict[str, Any]:
+    # the pinhole ray through the published angles (norm_to_degrees' camera), y down as Capture's
+    dx, dy = math.tan(math.radians(ax)), -math.tan(math.radians(ay))
+    scale = GAZE_DISTANCE_MM / math.sqrt(dx * dx + dy * dy + 1.0)
+    point = [dx * scale, dy * scale, scale]
+    normals = {}
+    for eye, (cx, cy, cz) in EYE_CENTERS_MM.items():
+        vx, vy, vz = point[0] - cx, point[1] - cy, point[2] - cz
+        n = math.sqrt(vx * vx + vy * vy + vz * vz)
+        normals[eye] = [vx / n, vy / n, vz / n]
+    return {
+        "topic": topic,
+        "norm_pos": [nx, ny],
+        "confidence": GAZE_CONFIDENCE,
+        "timestamp": t,
+        "base_data": [],
+        "gaze_point_3d": point,
+        "eye_centers_3d": {eye: list(c) for eye, c in EYE_CENTERS_MM.items()},
+        "gaze_normals_3d": normals,
+    }
+
+
+def capture_gaze_frames(
+    release: PrivateRelease, mode: str = "3d", *, sealed: bool = False
+) -> list[tuple[bytes, bytes]]:
+    """One ``(topic, msgpack datum)`` per tick of the sealed gaze-channel ``release`` (``sealed``:
+    the caller, a sink, has just checked its seal).
+
+    Raises
+    ------
+    TypeError
+        ``release`` is not a genuine, unmodified release.
+    ValueError
+        It is not a tick of the gaze channel, or ``mode`` is not "3d" or "2d".
+    """
+    if not sealed:
+        check_sealed(release)
+    if mode not in GAZE_TOPICS:
+        raise ValueError(f"mode must be '3d' or '2d', got {mode!r}")
+    if not is_gaze_tick(release):
+        raise ValueError(f"{release.topic}: not a tick of the gaze channel; only ticks become gaze datums")
+    topic = GAZE_TOPICS[mode]
+    col = {name: i for i, name in enumerate(release.names)}
+    out = []
+    for t, row in zip(release.t.tolist(), release.values.tolist(), strict=True):
+        ax, ay, nx, ny = (row[col[n]] for n in ("x_deg", "y_deg", "x_norm", "y_norm"))
+        datum = _datum_3d(t, ax, ay, nx, ny, topic)
+        if mode == "2d":
+            datum = {k: datum[k] for k in _FIELDS_2D}
+        out.append((topic.encode(), _pack(datum)))
+    return out
