@@ -80,7 +80,8 @@ def _relay_child(remote: str, role: str, expected: int, ready_q, out_q) -> None:
         facade.close()
     c = relay.counters
     out_q.put({"role": role, "cpu_s": cpu, "seconds": seconds, "received": c.received, "expected": expected,
-               "late": c.late, "shed": c.shed, "refused": c.refused, "publish_ms": [x * 1e3 for x in spent]})  # fmt: skip
+               "late": c.late, "shed": c.shed, "refused": c.refused,
+               "publish_ms": [x * 1e3 for x in spent]})  # fmt: skip
 
 
 def _app(sanitized: str, facade_port: int, stop: threading.Event, arrivals: dict[str, dict[float, float]]) -> None:

@@ -61,7 +61,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--pupil-remote",
         metavar="ADDRESS",
-        help="streamdp's own Pupil Remote, as the relay's --pupil-remote (checked: it must not be Capture's; default: none)",
+        help="streamdp's own Pupil Remote, as the relay's --pupil-remote "
+        "(checked: it must not be Capture's; default: none)",
     )
     p.add_argument("--json", action="store_true", help="one JSON object: verdict, exit_code, findings, firewall")
     add_config_file_option(p)
