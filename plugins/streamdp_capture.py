@@ -162,8 +162,10 @@ class StreamDP(Plugin):
         # would reveal their difference exactly
         seed = None if config.seed is None else config.seed + self._generation
         sinks = [self.sink, *(self.endpoint.sinks if self.endpoint is not None else [])]
+        config = config if self.endpoint is None else self.endpoint.session_config(config)
         # the stages run every few steps, not with every world frame (this changes when, not what)
-        return Session(config, sinks=sinks, seed=seed, source="Capture events", pacing=FeedPacing())
+        session = Session(config, sinks=sinks, seed=seed, source="Capture events", pacing=FeedPacing())
+        return session if self.endpoint is None else self.endpoint.attach(session)
 
     def _open_endpoint(self, settings: dict[str, Any]) -> None:
         # never raises: a port in use or a refused address is shown in the menu, Capture goes on

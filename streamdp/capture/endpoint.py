@@ -7,7 +7,10 @@ with CURVE or ``insecure``; seeded noise refused) and the owner's
 :class:`~streamdp.network.sink.StatusPublisher` (loopback or IPC only), with the same options and
 defaults as ``streamdp relay`` (``--bind``, ``--curve-secret``, ``--curve-clients``,
 ``--insecure``, ``--status-bind``, ``--status-interval``,
-``--publish-reproducible-noise-not-private``).
+``--publish-reproducible-noise-not-private``). With ``pupil_remote`` set it also serves streamdp's
+own Pupil Remote (:mod:`streamdp.network.pupil_remote`, the relay's ``--pupil-remote``): apps
+written for Capture's Network API connect there and get sanitized gaze datums only, their
+requests forwarded to Capture's own Pupil Remote (``capture_remote``) by the notification policy.
 """
 
 from __future__ import annotations
@@ -15,17 +18,20 @@ from __future__ import annotations
 import errno
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import zmq
 
 from ..checks import check_seconds
+from ..config import SessionConfig
 from ..errors import InputError
 from ..network.curve import CurveServer
 from ..network.endpoint_checks import _is_loopback_address, check_release_endpoint, check_status_endpoint
+from ..network.pupil_remote import StreamdpPupilRemote
 from ..network.sink import DEFAULT_STATUS_ENDPOINT, ReleasePublisher, StatusPublisher
+from ..session import Session
 
 __all__ = ["DEFAULT_BIND", "EndpointSettings", "PluginEndpoint", "open_endpoint", "reopen_endpoint"]
 
@@ -34,7 +40,14 @@ DEFAULT_BIND = "tcp://127.0.0.1:5570"
 _SCHEMES = ("tcp://", "ipc://")
 #: seconds :func:`open_endpoint` waits for a port in use to be given back
 PORT_RELEASE_WAIT = 0.5
-_EXAMPLES = {"bind": DEFAULT_BIND, "status_bind": DEFAULT_STATUS_ENDPOINT}
+#: Capture's own Pupil Remote, which streamdp's forwards to (``streamdp relay --remote``'s default)
+DEFAULT_CAPTURE_REMOTE = "tcp://127.0.0.1:50020"
+_EXAMPLES = {
+    "bind": DEFAULT_BIND,
+    "status_bind": DEFAULT_STATUS_ENDPOINT,
+    "pupil_remote": "tcp://*:50020",
+    "capture_remote": DEFAULT_CAPTURE_REMOTE,
+}
 
 
 def _optional_str(name: str, value: object) -> None:
@@ -78,12 +91,23 @@ class EndpointSettings:
     status_bind: str = DEFAULT_STATUS_ENDPOINT
     status_interval: float = 10.0
     publish_reproducible_noise_not_private: bool = False
+    #: streamdp's own Pupil Remote for apps (None: none), Capture's own, and the gaze datums' kind
+    pupil_remote: str | None = None
+    capture_remote: str = DEFAULT_CAPTURE_REMOTE
+    pupil_remote_gaze: str = "3d"
 
     def __post_init__(self) -> None:
-        for name in ("bind", "curve_secret", "curve_clients"):
+        for name in ("bind", "curve_secret", "curve_clients", "pupil_remote"):
             _optional_str(name, getattr(self, name))
-        if not isinstance(self.status_bind, str):
-            raise TypeError(f"status_bind must be a str, got {self.status_bind!r}")
+        for name in ("status_bind", "capture_remote"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {getattr(self, name)!r}")
+        if self.pupil_remote_gaze not in ("3d", "2d"):
+            raise ValueError(f"pupil_remote_gaze must be '3d' or '2d', got {self.pupil_remote_gaze!r}")
+        for name in ("pupil_remote", "capture_remote"):
+            address = getattr(self, name)
+            if address is not None and not address.startswith("tcp://"):
+                raise ValueError(f"{name} must be a tcp:// address (e.g. {_EXAMPLES[name]}), got {address!r}")
         for name in ("bind", "status_bind"):
             address = getattr(self, name)
             if address is not None and not address.startswith(_SCHEMES):
@@ -171,6 +195,22 @@ class PluginEndpoint:
         except BaseException:
             self.status.close()
             raise
+        self.facade: StreamdpPupilRemote | None = None
+        if settings.pupil_remote is not None:
+            try:
+                self.facade = StreamdpPupilRemote(
+                    settings.pupil_remote,
+                    capture_remote=settings.capture_remote,
+                    curve=settings.curve,
+                    insecure=settings.insecure,
+                    gaze_mode=settings.pupil_remote_gaze,
+                    context=context,
+                    publish_reproducible_noise_not_private=settings.publish_reproducible_noise_not_private,
+                )
+            except BaseException:
+                self.publisher.close()
+                self.status.close()
+                raise
         self.closed = False
 
     @staticmethod
@@ -194,11 +234,26 @@ class PluginEndpoint:
             )
         check_status_endpoint(settings.status_bind)
         check_release_endpoint(settings.bind, curve=settings.curve, insecure=settings.insecure)
+        if settings.pupil_remote is not None:
+            check_release_endpoint(settings.pupil_remote, curve=settings.curve, insecure=settings.insecure)
+            if settings.pupil_remote == settings.capture_remote:
+                raise ValueError(f"pupil_remote {settings.pupil_remote} cannot be Capture's own Pupil Remote")
         return settings.bind
 
     @property
     def sinks(self) -> list[Any]:
-        return [self.publisher, self.status]
+        return [self.publisher, self.status, *([self.facade] if self.facade is not None else [])]
+
+    def session_config(self, config: SessionConfig) -> SessionConfig:
+        """``config`` for the session feeding this endpoint: streamdp's Pupil Remote serves the
+        real-time gaze channel's ticks, so it switches the channel on (as ``relay --pupil-remote``)."""
+        return config if self.facade is None or config.gaze_channel else replace(config, gaze_channel=True)
+
+    def attach(self, session: Session) -> Session:
+        """``session`` feeds this endpoint: streamdp's Pupil Remote counts its refusals in its counters."""
+        if self.facade is not None:
+            self.facade.counters = session.counters
+        return session
 
     @property
     def endpoint(self) -> str:
@@ -211,7 +266,8 @@ class PluginEndpoint:
 
     def bound_settings(self) -> dict[str, str]:
         """``bind`` and ``status_bind`` as bound: opening these again takes the same ports."""
-        return {"bind": self.publisher.endpoint, "status_bind": self.status.endpoint}
+        bound = {"bind": self.publisher.endpoint, "status_bind": self.status.endpoint}
+        return bound if self.facade is None else {**bound, "pupil_remote": self.facade.address}
 
     def subscribers(self) -> int:
         """Live subscriptions on the sanitized socket (one per subscriber and topic prefix)."""
@@ -225,7 +281,8 @@ class PluginEndpoint:
             reach = "CURVE off: this machine only"
         else:
             reach = "CURVE off, insecure: anyone who reaches this machine"
-        return f"{self.endpoint} ({reach})"
+        apps = "" if self.facade is None else f"; Pupil Remote for apps on {self.facade.address}"
+        return f"{self.endpoint} ({reach}){apps}"
 
     def close(self) -> None:
         """Close both sockets (unsent messages are dropped)."""
@@ -233,6 +290,8 @@ class PluginEndpoint:
             self.closed = True
             self.publisher.close()
             self.status.close()
+            if self.facade is not None:
+                self.facade.close()
 
 
 def _port_in_use(exc: BaseException) -> bool:
@@ -279,6 +338,7 @@ def reopen_endpoint(
         return open_endpoint(new, context=context)
     was = {**current, **running.bound_settings()}  # a port 0 was given one: keep it
     same = any(new.get(k) == was[k] for k in ("bind", "status_bind"))
+    same = same or (new.get("pupil_remote") is not None and new.get("pupil_remote") == was.get("pupil_remote"))
     if same:
         running.close()
     endpoint, problem = open_endpoint(new, context=context)

@@ -71,6 +71,10 @@ class CaptureLink:
         self._pub.send_multipart(frames)
         return True
 
+    def until_check(self) -> float:
+        """Seconds until :meth:`check` looks at Capture's ports again."""
+        return max(0.0, self.checked_at + self.heartbeat - time.monotonic())
+
     def check(self) -> bool:
         """Every ``heartbeat``: (re)connect to Capture's backbone when it is new or moved; returns
         whether the notification socket changed (the poller must be told)."""

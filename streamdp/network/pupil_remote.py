@@ -153,6 +153,12 @@ class StreamdpPupilRemote:
             self._app_in = self._socket(zmq.SUB, keys)
             self._app_in.setsockopt(zmq.SUBSCRIBE, b"")
             self.pub_port = int(bind(self._app_in, f"tcp://{host}:0").rsplit(":", 1)[1])
+            # close() wakes the server at once: it need not wake on a short timer to notice
+            wake = f"inproc://streamdp-pupil-remote-wake-{id(self)}"
+            self._wake_rx = self._socket(zmq.PAIR, None)
+            self._wake_rx.bind(wake)
+            self._wake_tx = self._socket(zmq.PAIR, None)
+            self._wake_tx.connect(wake)
         except BaseException:
             self.close()
             raise
@@ -209,13 +215,17 @@ class StreamdpPupilRemote:
         poller = zmq.Poller()
         poller.register(self._rep, zmq.POLLIN)
         poller.register(self._app_in, zmq.POLLIN)
+        poller.register(self._wake_rx, zmq.POLLIN)
         link = self._link
         try:
             while not self._stop.is_set():
                 if link.check():
                     if link.notifications is not None:
                         poller.register(link.notifications, zmq.POLLIN)
-                for sock, _ in poller.poll(100):
+                # asleep until a request, a message or the next look at Capture's ports
+                for sock, _ in poller.poll(max(1, int(link.until_check() * 1000))):
+                    if sock is self._wake_rx:
+                        break
                     if sock is self._rep:
                         self._rep.send_string(self._answer(self._rep.recv_multipart()))
                     elif sock is self._app_in:
@@ -269,10 +279,11 @@ class StreamdpPupilRemote:
     # ------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """Stop both threads and close every socket (what is unsent is dropped)."""
+        """Stop the server's thread and close every socket (what is unsent is dropped)."""
         self._stop.set()
         server = getattr(self, "_server", None)
         if server is not None and server.is_alive():
+            self._wake_tx.send(b"stop")
             server.join(2.0)
         with getattr(self, "_out_lock", threading.Lock()):  # not while the session's thread sends
             self.closed = True
