@@ -81,6 +81,9 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         the feature stages run every few steps (:class:`~streamdp.live_pacing.FeedPacing`).
     ledger : LedgerStore, optional
         The channel's durable ledger (:class:`~streamdp.stages.gaze_privatizer.GazePrivatizer`).
+    smoothing : str
+        ``"none"`` or ``"median<k>"``: the public causal median applied to the released positions
+        (:class:`~streamdp.stages.gaze_privatizer.GazePrivatizer`).
 
     Examples
     --------
@@ -106,9 +109,12 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         hold: float | None = None,
         reorder: float = 0.1,
         ledger: LedgerStore | None = None,
+        smoothing: str = "none",
     ) -> None:
         self.ticks = GazeTicks(rate=rate, fov_deg=fov_deg, min_confidence=min_confidence)
-        self.privatizer = GazePrivatizer(mechanism, fov_deg=fov_deg, rate=rate, rng=rng, ledger=ledger)
+        self.privatizer = GazePrivatizer(
+            mechanism, fov_deg=fov_deg, rate=rate, rng=rng, ledger=ledger, smoothing=smoothing
+        )
         self.rate = float(rate)
         self._hold = None if hold is None else ReleaseHold(hold)
         self._order = None if hold is None else ReorderBuffer(reorder)

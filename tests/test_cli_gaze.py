@@ -90,8 +90,8 @@ def test_replay_ledger_states_the_gaze_channels_guarantee_and_spend(replayed):
     ledger = json.loads((replayed / "rec0.ledger.json").read_text())
     gaze = ledger["gaze_channel"]
     stated = (gaze["mechanism"], gaze["epsilon_w_per_degree"], gaze["w"], gaze["rate_hz"])
-    assert stated == ("geo-uniform", 60.0, 60, 60.0)
-    assert gaze["ticks"] == 3601 and gaze["epsilon_spent_per_degree"] == pytest.approx(3601.0)
+    assert stated == ("geo-uniform", 20.0, 60, 60.0)
+    assert gaze["ticks"] == 3601 and gaze["epsilon_spent_per_degree"] == pytest.approx(3601.0 / 3)
     assert gaze["topic"] == "streamdp.gaze.geo-uniform" and "not where in the scene" in gaze["guarantee"]
     assert ledger["config"]["gaze_channel"] is True and ledger["config"]["seed"] is None
     summary = json.loads((replayed / "replay.json").read_text())
@@ -178,8 +178,8 @@ def test_demo_with_the_gaze_channel_prints_the_chunks_then_one_line_about_the_ch
     with_gaze = capsys.readouterr().out.splitlines()
     summary = with_gaze[-1]
     assert summary.startswith("gaze channel: ") and "ticks received on streamdp.gaze.geo-uniform at 60 Hz" in summary
-    assert "ε 60 per degree of gaze displacement (|dx| + |dy|) over any 60 consecutive ticks (1 s)" in summary
-    assert "1 per degree per tick" in summary and "not where in the scene the user looks" in summary
+    assert "ε 20 per degree of gaze displacement (|dx| + |dy|) over any 60 consecutive ticks (1 s)" in summary
+    assert "0.333333 per degree per tick" in summary and "not where in the scene the user looks" in summary
     assert "noise reproducible, not private" in summary
     ticks = int(summary.split()[2])
     assert ticks == 3601 if where == "--offline" else 1000 < ticks <= 3601
@@ -230,7 +230,7 @@ def test_subscribe_prints_a_line_a_second_and_the_guarantee_once(capsys):
     assert seconds[0].startswith("gaze t 1000–1001 s: 60 ticks, last at x ")
     assert seconds[-1] == (
         f"gaze t 1003–1004 s: 1 tick, last at x {x:.2f}°, y {y:.2f}° ({last.values[0, 2]:.3f}, "
-        f"{last.values[0, 3]:.3f} of the scene), ε 1 per degree per tick"
+        f"{last.values[0, 3]:.3f} of the scene), ε 0.333 per degree per tick"
     )
 
 
@@ -271,7 +271,7 @@ def test_the_app_client_yields_the_ticks_a_session_publishes_as_arrays():
     for tick, release in zip(got, sink.ticks, strict=True):
         assert tick.t == release.t[0] and tick.tick_index == release.ledger["tick_index"]
         assert np.array_equal(tick.deg, release.values[0, :2]) and np.array_equal(tick.norm, release.values[0, 2:])
-        assert tick.epsilon_tick_per_degree == release.ledger["epsilon_tick_per_degree"] == 1.0
+        assert tick.epsilon_tick_per_degree == release.ledger["epsilon_tick_per_degree"] == 1 / 3
     t = np.concatenate([b.t for b in in_batches])
     deg = np.concatenate([b.deg for b in in_batches])
     assert t.shape == (121,) and deg.shape == (121, 2)

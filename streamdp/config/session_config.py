@@ -169,6 +169,7 @@ class SessionConfig(ConfigFiles):
             hold=self.reorder_window + self.deadline_slack if live else None,
             reorder=self.reorder_window,
             ledger=ledger,
+            smoothing=self.gaze_smoothing,
         )
 
     def rng(self, seed: int | None = None) -> RandomSource:

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
 from ..config import SessionConfig
 from ..gaze import BlinkEvents, GazeBatch, Recording
 from ..kernels.geometry import degrees_to_norm
+from ..kernels.smoothing import causal_smooth, check_smoothing
 from ..privacy.gaze_mechanisms import GazeMechanism
 from ..privacy.randomness import RandomSource
 from ..schema import N_FEATURES
@@ -156,29 +156,21 @@ def check_filter(name: str) -> str:
     ...
     ValueError: filter must be none, median<k> or mean<k> with 2 ≤ k ≤ 600 ticks, got 'median1'
     """
-    m = _FILTER.match(name)
-    if name != "none" and not (m and 2 <= int(m.group(2)) <= 600):
-        raise ValueError(f"filter must be none, median<k> or mean<k> with 2 ≤ k ≤ 600 ticks, got {name!r}")
-    return name
+    return check_smoothing(name)
 
 
 def smooth(values: _F64, name: str) -> _F64:
     """A causal filter an app may apply to the released positions for free (post-processing):
     per axis, the median or mean of the last ``k`` ticks (the first ticks repeat the first one
-    backwards). ``"none"`` returns ``values``.
+    backwards; :func:`~streamdp.kernels.smoothing.causal_smooth`, which the channel applies on the
+    device with ``gaze_smoothing``). ``"none"`` returns ``values``.
 
     Examples
     --------
     >>> smooth(np.array([[0.0, 0.0], [9.0, 1.0], [1.0, 1.0]]), "median3").tolist()
     [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
     """
-    m = _FILTER.match(check_filter(name))
-    if m is None or not len(values):
-        return values
-    k = int(m.group(2))
-    padded = np.concatenate([np.repeat(values[:1], k - 1, axis=0), values])
-    win = sliding_window_view(padded, k, axis=0)  # (m, 2, k)
-    return np.asarray(np.median(win, axis=-1) if m.group(1) == "median" else np.mean(win, axis=-1))
+    return causal_smooth(values, name)[0]
 
 
 def ticks_recording(t: _F64, deg: _F64, fov_deg: tuple[float, float], name: str) -> Recording:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..kernels.geometry import degrees_to_norm
+from ..kernels.smoothing import MAX_SMOOTHING_TICKS, causal_smooth, check_smoothing, smoothing_length
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
 from ..privacy.ledger_store import LedgerStore
 from ..privacy.noise import secure_generator
@@ -27,7 +28,7 @@ from .base import Stage
 from .gaze_ticks import Ticks
 from .privatizer import GENERATOR_KEY, check_rng
 
-__all__ = ["GAZE_LEDGER_SUFFIX", "GAZE_NAMES", "GazePrivatizer"]
+__all__ = ["GAZE_LEDGER_SUFFIX", "GAZE_NAMES", "MAX_SMOOTHING_TICKS", "GazePrivatizer"]
 
 #: the gaze channel's durable ledger is the session identity's with this suffix
 GAZE_LEDGER_SUFFIX = "#gaze"
@@ -45,10 +46,12 @@ def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[Pr
             return []
         self._charge_ahead(ticks)  # on disk before anything of these ticks is sealed
         res = self.mechanism.release(ticks.deg, self._state, self.rng)
+        # public post-processing of what the mechanism released (never of the raw positions)
+        released, self._smoothed = causal_smooth(res.values, self.smoothing, self._smoothed)
         # a position drawn past 90° off axis has no tangent: its scene units are the clipped one's
-        inside = np.clip(res.values, -MAX_OFF_AXIS_DEG, MAX_OFF_AXIS_DEG)
+        inside = np.clip(released, -MAX_OFF_AXIS_DEG, MAX_OFF_AXIS_DEG)
         nx, ny = degrees_to_norm(inside[:, 0], inside[:, 1], self.fov_deg)
-        values = np.column_stack([res.values, nx, ny])
+        values = np.column_stack([released, nx, ny])
         out: list[PrivateRelease] = []
         for i in range(len(ticks.t)):
             self._spent += float(res.epsilon[i])
@@ -111,11 +114,18 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         whole second of the public grid is charged there before any of its ticks is sealed, at
         the most its ticks can spend, ``min(rate·ε_tick_max, ⌈rate/w⌉·ε_w)`` per degree (once
         per second, not per tick: a charge is three fsyncs).
+    smoothing : str
+        ``"none"`` or ``"median<k>"`` (k odd, 3–31): each released position is the per-axis median
+        of the mechanism's last ``k`` outputs (the stream's first repeated backwards). Public
+        post-processing: it costs no ε; an output of the median is one of its inputs, so released
+        positions stay on the noise's lattice; one raw sample then reaches ``k`` published ticks.
 
     Raises
     ------
     TypeError
         ``mechanism`` is not a registered gaze mechanism, ``rng`` not a random source.
+    ValueError
+        ``smoothing`` names no odd-length median.
     """
 
     update = _update_with(claim_mint())
@@ -128,8 +138,12 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         rate: float,
         rng: RandomSource | np.random.Generator | None = None,
         ledger: LedgerStore | None = None,
+        smoothing: str = "none",
     ) -> None:
         self._mechanism = check_gaze_mechanism(mechanism)
+        self.smoothing = check_smoothing(smoothing, max_ticks=MAX_SMOOTHING_TICKS, median_only=True)
+        #: the mechanism's last k - 1 outputs, for the median of the next ticks (None: a new stream)
+        self._smoothed: np.ndarray | None = None
         if ledger is not None and not isinstance(ledger, LedgerStore):
             raise TypeError(f"ledger must be a LedgerStore or None, got {ledger!r}")
         self._ledger = ledger
@@ -146,16 +160,23 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
             "rate_hz": float(rate),
             "fov_deg": list(self.fov_deg),
             GENERATOR_KEY: self._rng.ledger_label,
+            "smoothing": self.smoothing,
         }
+        k = smoothing_length(self.smoothing)
+        smoothed = "" if k == 1 else (
+            f" and, through the public median of the last {k} outputs, the {k - 1} ticks after it"
+        )  # fmt: skip
         self._public["raw_gaze_guarantee"] = (
             "one raw gaze sample is part of one tick's input (the tick whose interval holds it); "
             + (
-                "it changes that tick's output only"
+                f"it changes that tick's output{smoothed} only"
                 if type(mechanism).name == "geo-uniform"
                 else "it changes that tick's output and, through the later ticks' decisions to publish or "
                 "repeat, may change any later tick's: the metric guarantee above bounds what all of them reveal"
             )
         )
+        #: how many published ticks one raw sample can change (0: any later one, geo-bd's decisions)
+        self._public["raw_gaze_reach_ticks"] = k if type(mechanism).name == "geo-uniform" else 0
         #: the guarantee in words only on the ticks at whole seconds (a tick's message stays small)
         self._brief = {k: v for k, v in self._public.items() if k not in ("guarantee", "raw_gaze_guarantee")}
         self._every = max(1, round(rate))
@@ -209,4 +230,6 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
 
     def reset(self) -> None:
         """Forget the stream but not the mechanism's state: the ε spent in the last ``w`` ticks
-        still counts, so a restart cannot buy a fresh window's budget."""
+        still counts, so a restart cannot buy a fresh window's budget. The median starts again
+        with the new stream's first tick."""
+        self._smoothed = None

@@ -1,0 +1,85 @@
+"""Causal smoothing of released gaze positions: post-processing, free under differential privacy.
+
+A per-axis median (or, for apps and the evaluation, a mean) of the last ``k`` ticks. The stream's
+first ticks repeat the first one backwards, so the result of a stream fed in batches, with the
+last ``k - 1`` positions carried as ``history``, equals that of the whole stream at once.
+
+Examples
+--------
+>>> out, history = causal_smooth(np.array([[0.0, 0.0], [9.0, 1.0]]), "median3")
+>>> out.tolist(), history.tolist()
+([[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [9.0, 1.0]])
+>>> causal_smooth(np.array([[1.0, 1.0]]), "median3", history)[0].tolist()
+[[1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from numpy.typing import NDArray
+
+__all__ = ["MAX_SMOOTHING_TICKS", "causal_smooth", "check_smoothing", "smoothing_length"]
+
+#: the longest on-device median, in ticks (half a second at 60 Hz: longer lags the gaze too much)
+MAX_SMOOTHING_TICKS = 31
+
+_F64 = NDArray[np.float64]
+_PATTERN = re.compile(r"^(median|mean)(\d+)$")
+
+
+def check_smoothing(name: object, *, max_ticks: int = 600, median_only: bool = False) -> str:
+    """``name`` if it names a causal filter: ``"none"``, ``"median<k>"`` or ``"mean<k>"`` with
+    2 ≤ k ≤ ``max_ticks``; ``median_only``: an odd-length median only (its output is one of its
+    inputs, so released positions stay on the noise's lattice).
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a str.
+    ValueError
+        It names no such filter.
+
+    Examples
+    --------
+    >>> check_smoothing("median9", max_ticks=31, median_only=True)
+    'median9'
+    >>> check_smoothing("mean9", median_only=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: smoothing must be none or median<k> with k odd, 3 ≤ k ≤ 600 ticks, got 'mean9'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"smoothing must be a str such as 'median9' or 'none', got {name!r}")
+    m = _PATTERN.match(name)
+    if median_only:
+        k = int(m.group(2)) if m and m.group(1) == "median" else 0
+        if name != "none" and not (3 <= k <= max_ticks and k % 2):
+            raise ValueError(
+                f"smoothing must be none or median<k> with k odd, 3 ≤ k ≤ {max_ticks} ticks, got {name!r}"
+            )
+    elif name != "none" and not (m and 2 <= int(m.group(2)) <= max_ticks):
+        raise ValueError(f"filter must be none, median<k> or mean<k> with 2 ≤ k ≤ {max_ticks} ticks, got {name!r}")
+    return name
+
+
+def smoothing_length(name: str) -> int:
+    """The ticks one filter output reads: ``k`` for ``median<k>``/``mean<k>``, 1 for ``"none"``."""
+    m = _PATTERN.match(name)
+    return 1 if m is None else int(m.group(2))
+
+
+def causal_smooth(values: _F64, name: str, history: _F64 | None = None) -> tuple[_F64, _F64 | None]:
+    """``values`` (m, 2) filtered by ``name``, and the history the next batch needs (the last
+    ``k - 1`` inputs; None for ``"none"``). ``history`` None: ``values`` start the stream."""
+    k = smoothing_length(check_smoothing(name))
+    if k == 1 or not len(values):
+        return values, history
+    if history is None:
+        history = np.repeat(values[:1], k - 1, axis=0)
+    padded = np.concatenate([history, values])
+    win = sliding_window_view(padded, k, axis=0)  # (m, 2, k)
+    out = np.median(win, axis=-1) if name.startswith("median") else np.mean(win, axis=-1)
+    return np.asarray(out, dtype=np.float64), padded[-(k - 1) :].copy()
