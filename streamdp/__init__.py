@@ -60,12 +60,13 @@ from .stages import EventConfig, EventDetector, FeatureRows, WindowConfig, Windo
 from .status import SessionStatus, StatusEvent
 
 if TYPE_CHECKING:
+    from .network.client import Subscriber
     from .network.sink import ReleasePublisher
 
 __version__ = "0.1.0"
 
 #: loaded on first use: the network layer (ZeroMQ sockets) is not needed to compute or sanitize
-_LAZY = {"ReleasePublisher": "streamdp.network.sink"}
+_LAZY = {"ReleasePublisher": "streamdp.network.sink", "Subscriber": "streamdp.network.client"}
 
 
 def __getattr__(name: str) -> Any:
@@ -120,6 +121,7 @@ __all__ = [
     "StatusEvent",
     "Steil",
     "StreamdpError",
+    "Subscriber",
     "TimestampOrderError",
     "WindowConfig",
     "WindowFeatures",
