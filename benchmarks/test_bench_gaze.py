@@ -261,3 +261,77 @@ def test_relay_cpu_with_and_without_the_gaze_channel(benchmark, role, cpu_side_b
         )
         # the channel ran: 60 ticks a second reached the app through the whole stream
         assert apps.get("streamdp.gaze", 0) >= GAZE.gaze_rate * (CPU_WARM_SECONDS + CPU_SECONDS)
+
+
+# -- the floor: what waking at the tick rate costs any publisher on this machine
+
+FLOOR_SECONDS = 10.0
+
+
+def _waking_publisher(rate: float, ready_q, out_q) -> None:
+    """Child process: nothing but a loop that sleeps in a ZeroMQ poll until the next tick of a
+    ``rate`` Hz grid and publishes 200 bytes to an app; its process CPU over ``FLOOR_SECONDS``."""
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    pub.linger = 0
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    idle = ctx.socket(zmq.SUB)  # polled for its timeout only, as the relay polls its input
+    idle.linger = 0
+    idle.connect("tcp://127.0.0.1:9")
+    ready_q.put(port)
+    time.sleep(1.0)  # the app's subscription arrives
+    payload = b"x" * 200
+    cpu0 = time.process_time()
+    start = next_at = time.monotonic()
+    while time.monotonic() - start < FLOOR_SECONDS:
+        next_at += 1.0 / rate
+        idle.poll(max(0, int((next_at - time.monotonic()) * 1000)))
+        pub.send_multipart([b"floor", payload])
+    out_q.put((rate, time.process_time() - cpu0, time.monotonic() - start))
+    pub.close(linger=0)
+    idle.close(linger=0)
+    ctx.term()
+
+
+def test_the_floor_of_waking_at_the_tick_rate(benchmark):
+    """The relay without the channel wakes about 4 times a second (its read interval); with it, at
+    least once a tick. A process that only wakes and sends 200 bytes at 60 Hz, against one at 4 Hz,
+    shows what that alone costs on this machine: the part of the channel's difference no code of
+    streamdp's can remove while each tick goes out within its input frame."""
+    benchmark.group = "the floor: a publisher that only wakes and sends, 4 Hz and 60 Hz"
+    ready_q, out_q = SPAWN.Queue(), SPAWN.Queue()
+    rates = (4.0, GAZE.gaze_rate)
+    children = [SPAWN.Process(target=_waking_publisher, args=(r, ready_q, out_q)) for r in rates]
+    app = zmq.Context.instance().socket(zmq.SUB)
+    app.linger = 0
+    app.setsockopt(zmq.SUBSCRIBE, b"")
+    try:
+        for child in children:
+            child.start()
+        for _ in children:
+            app.connect(f"tcp://127.0.0.1:{ready_q.get(timeout=60)}")
+        received, results = 0, {}
+        deadline = time.monotonic() + FLOOR_SECONDS + 60
+        while len(results) < len(rates) and time.monotonic() < deadline:
+            while app.poll(100):
+                app.recv_multipart()
+                received += 1
+            while not out_q.empty():
+                rate, cpu, seconds = out_q.get()
+                results[rate] = 100.0 * cpu / seconds
+        for child in children:
+            child.join(30)
+    finally:
+        app.close(linger=0)
+        for child in children:
+            if child.is_alive():
+                child.kill()
+    shares = benchmark.pedantic(lambda: results, rounds=1, iterations=1)
+    assert set(shares) == set(rates) and received >= 0.9 * FLOOR_SECONDS * sum(rates)
+    floor = shares[GAZE.gaze_rate] - shares[4.0]
+    benchmark.extra_info.update(
+        cpu_percent_at_4_hz=shares[4.0], cpu_percent_at_tick_rate=shares[GAZE.gaze_rate], floor_percent=floor,
+        target=f"(a process that only wakes in a ZeroMQ poll and sends 200 bytes: {shares[4.0]:.2f} % of a core at "
+        f"4 Hz, {shares[GAZE.gaze_rate]:.2f} % at {GAZE.gaze_rate:g} Hz: {floor:+.2f} % of a core for waking at "
+        "the tick rate alone, against the gaze channel's target of +0.3)",
+    )  # fmt: skip
