@@ -46,9 +46,13 @@ class _TickCount:
 
     def __init__(self) -> None:
         self.ticks = 0
+        #: the thread's CPU clock at each tick's hand-off
+        self.handed: list[int] = []
 
     def publish(self, release) -> None:
-        self.ticks += release.ledger.get("channel") == "gaze"
+        if release.ledger.get("channel") == "gaze":
+            self.ticks += 1
+            self.handed.append(time.thread_time_ns())
 
     def publish_status(self, status) -> None:
         pass
@@ -95,6 +99,8 @@ def test_per_tick_processing_on_capture_bursts(benchmark):
     inside = _time_the_channel(on)
     pc = time.thread_time_ns
 
+    latency: list[tuple[float, int]] = []  # per tick: its call's burst time, ns from the call's start to its hand-off
+
     def run() -> np.ndarray:
         rows = []
         for at, burst in bursts:
@@ -105,6 +111,7 @@ def test_per_tick_processing_on_capture_bursts(benchmark):
             off.receive_frames(burst)
             t2 = pc()
             rows.append((at, t1 - t0, t2 - t1, count.ticks - ticks, inside[0] - chan))
+            latency.extend((at, handed - t0) for handed in count.handed[ticks:])
         return np.array(rows)
 
     try:
@@ -120,18 +127,22 @@ def test_per_tick_processing_on_capture_bursts(benchmark):
     channel = _pct(rows[releasing, 4] / ticks / 1e6)
     off_call, on_call = _pct(rows[releasing, 2] / 1e6), _pct(rows[releasing, 1] / 1e6)
     span = rows[steady, 0][-1] - rows[steady, 0][0]
+    lat = np.array(latency)
+    handoff = _pct(lat[lat[:, 0] >= rows[0, 0] + WARM, 1] / 1e6)
     fmt = "p50 {p50:.3f}, p99 {p99:.3f}, max {max:.3f}".format
     benchmark.extra_info.update(
         calls=int(releasing.sum()),
         ticks=int(ticks.sum()),
         ticks_per_call_mean=float(ticks.mean()),
+        **{f"tick_handoff_{k}_ms": v for k, v in handoff.items()},
         **{f"per_tick_{k}_ms": v for k, v in per_tick.items()},
         **{f"over_no_channel_per_tick_{k}_ms": v for k, v in marginal.items()},
         **{f"in_channel_per_tick_{k}_ms": v for k, v in channel.items()},
         **{f"call_without_channel_{k}_ms": v for k, v in off_call.items()},
         **{f"call_with_channel_{k}_ms": v for k, v in on_call.items()},
-        target=f"(per tick, receive_frames calls that released ticks / their ticks, {int(ticks.sum())} ticks in "
-        f"{int(releasing.sum())} calls: {fmt(**per_tick)} ms; target p99 <= 1 ms. Over the same call without "
+        target=f"(per tick, from the start of the receive_frames call that releases it to its hand-off to the "
+        f"sinks, {int(ticks.sum())} ticks in {int(releasing.sum())} calls: {fmt(**handoff)} ms; target p99 <= 1 ms. "
+        f"The whole call over its ticks: {fmt(**per_tick)} ms. Over the same call without "
         f"the channel (its stages paced): {fmt(**marginal)} ms; inside the channel: {fmt(**channel)} ms. Calls: "
         f"without the channel {fmt(**off_call)} ms, with it {fmt(**on_call)} ms)",
     )

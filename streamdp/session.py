@@ -144,6 +144,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         late = self._order.late
         self._order.hold(item)
         self.counters.late += self._order.late - late
+        if self.gaze is not None:  # the ticks now due go out before the feature stages run
+            self._publish_gaze(self.gaze.due(self._order.clock))
         if self.pacing is None or self.pacing.due(self._order.clock - self._order.window):
             out += self._feed(self._order.release()) + self._advance_pipeline()
         return out + self._publish_due(self._order.clock)
