@@ -5,8 +5,8 @@ one with the real-time gaze channel only (``channel``: its app subscribes to ``s
 one with the channel and streamdp's Pupil Remote (``facade``: its app subscribes to ``gaze.3d``
 on the facade only). Each relay delivers every tick to one app, so the difference of their
 process CPU over the same stretch is the facade's cost (target: within 0.3 % of a core). The
-latency the facade adds to a tick is its time on the relay's thread, where the datum is built and
-sent (target p99 ≤ 0.5 ms).
+latency the facade adds to a tick is its time on the relay's thread (that thread's CPU clock, as
+the gaze channel's benchmark), where the datum is built and sent (target p99 ≤ 0.5 ms).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ def _relay_child(remote: str, role: str, expected: int, ready_q, out_q) -> None:
         session.sinks.append(facade)
         publish = facade.publish
 
-        def timed(release) -> None:  # the facade's own time on the relay's thread, per tick
-            start = time.perf_counter()
+        def timed(release) -> None:  # the facade's own time on the relay's thread (its CPU clock: as the
+            start = time.thread_time()  # channel's benchmark, not the machine's other load), per tick
             publish(release)
-            spent.append(time.perf_counter() - start)
+            spent.append(time.thread_time() - start)
 
         facade.publish = timed  # type: ignore[method-assign]
     spent: list[float] = []
@@ -143,7 +143,9 @@ def test_relay_cpu_with_the_facade_and_with_the_channel_alone(benchmark, role, m
     benchmark.group = f"relay CPU at {RATE:g} Hz real time: gaze channel alone / with streamdp's Pupil Remote"
     mine = benchmark.pedantic(lambda: measured[role], rounds=1, iterations=1)
     share = 100.0 * mine["cpu_s"] / mine["seconds"]
-    benchmark.extra_info.update(role=role, cpu_percent_of_a_core=share)
+    # the summary's roles: the channel alone is the baseline, the facade the candidate
+    benchmark.extra_info.update(role={"channel": "baseline", "facade": "candidate"}[role], cpu_s=mine["cpu_s"],
+                                cpu_percent_of_a_core=share)  # fmt: skip
     assert mine["received"] == mine["expected"] and mine["late"] == mine["shed"] == mine["refused"] == 0
     # each relay delivered every tick of the stream to its app
     assert measured["ticks"][role] >= 0.99 * (WARM + SECONDS) * CONFIG.gaze_rate
@@ -167,6 +169,6 @@ def test_added_latency_of_the_facade_per_tick(benchmark, measured):
     p50, p99, worst = np.percentile(spent, [50, 99, 100])
     benchmark.extra_info.update(
         ticks=len(spent), p50_ms=p50, p99_ms=p99, max_ms=worst,
-        target=f"(per tick, the facade's time on the relay's thread over {len(spent)} ticks: p50 {p50:.3f}, "
-        f"p99 {p99:.3f}, max {worst:.3f} ms; target p99 <= 0.5 ms)",
+        target=f"(per tick, the facade's time on the relay's thread (its CPU clock) over {len(spent)} ticks: "
+        f"p50 {p50:.3f}, p99 {p99:.3f}, max {worst:.3f} ms; target p99 <= 0.5 ms)",
     )  # fmt: skip

@@ -278,3 +278,22 @@ def test_the_docs_list_every_row_of_the_policy_and_every_field():
     doc = (Path(__file__).parents[1] / "docs" / "pupil-remote.md").read_text()
     rows = [*(s for s, _, _ in INBOUND), *PLUGINS, *OUTBOUND, *GAZE_DATUM_FIELDS, *COMMANDS]
     assert [r for r in rows if f"| `{r}` |" not in doc] == []
+
+
+def test_a_2d_source_gets_gaze_2d_datums_with_the_2d_fields_only():
+    from streamdp.config import SessionConfig
+    from streamdp.network.capture_gaze import GAZE_DATUM_FIELDS, capture_gaze_frames
+    from streamdp.session import Session
+    from streamdp.sinks import CollectingSink
+
+    rec = generate(duration=40.0, seed=1).recording
+    sink = CollectingSink(accepts_gaze=True)
+    Session.for_recording(SessionConfig(seed=0, gaze_channel=True, chunk_length=16), rec, sinks=[sink]).run(rec)
+    (topic, payload), = capture_gaze_frames(sink.ticks[0], "2d")
+    datum = msgpack.unpackb(payload, raw=False)
+    assert topic == b"gaze.2d.01." and set(datum) == {"topic", "norm_pos", "confidence", "timestamp", "base_data"}
+    assert set(datum) < set(GAZE_DATUM_FIELDS) and datum["norm_pos"] == sink.ticks[0].values[0, 2:].tolist()
+    with pytest.raises(ValueError, match="not a tick of the gaze channel"):
+        capture_gaze_frames(sink.releases[0], "3d")  # a chunk of features
+    with pytest.raises(ValueError, match="mode must be"):
+        capture_gaze_frames(sink.ticks[0], "4d")

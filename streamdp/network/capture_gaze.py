@@ -83,26 +83,42 @@ def is_gaze_tick(release: PrivateRelease) -> bool:
     return release.ledger.get("channel") == "gaze"
 
 
-def _datum_3d(t: float, ax: float, ay: float, nx: float, ny: float, topic: str) -> dict[str, Any]:
+def _ray(ax: float, ay: float) -> tuple[list[float], dict[str, list[float]]]:
+    """The gaze point at the public distance and the normals from the public eye centres to it."""
     # the pinhole ray through the published angles (norm_to_degrees' camera), y down as Capture's
     dx, dy = math.tan(math.radians(ax)), -math.tan(math.radians(ay))
     scale = GAZE_DISTANCE_MM / math.sqrt(dx * dx + dy * dy + 1.0)
-    point = [dx * scale, dy * scale, scale]
+    px, py, pz = dx * scale, dy * scale, scale
     normals = {}
     for eye, (cx, cy, cz) in EYE_CENTERS_MM.items():
-        vx, vy, vz = point[0] - cx, point[1] - cy, point[2] - cz
+        vx, vy, vz = px - cx, py - cy, pz - cz
         n = math.sqrt(vx * vx + vy * vy + vz * vz)
         normals[eye] = [vx / n, vy / n, vz / n]
-    return {
-        "topic": topic,
-        "norm_pos": [nx, ny],
-        "confidence": GAZE_CONFIDENCE,
-        "timestamp": t,
-        "base_data": [],
-        "gaze_point_3d": point,
-        "eye_centers_3d": {eye: list(c) for eye, c in EYE_CENTERS_MM.items()},
-        "gaze_normals_3d": normals,
-    }
+    return [px, py, pz], normals
+
+
+def _packed_pairs(pairs: Mapping[str, Any]) -> bytes:
+    return b"".join(_pack(k) + _pack(v) for k, v in pairs.items())
+
+
+# every datum's constant fields, packed once: a tick packs only what it computes (a map's header,
+# then these pairs, then its own); msgpack's map header for fewer than 16 entries is 0x80 + n
+_CONSTANT = {
+    mode: _packed_pairs({"topic": topic, "confidence": GAZE_CONFIDENCE, "base_data": []})
+    + (_packed_pairs({"eye_centers_3d": {eye: list(c) for eye, c in EYE_CENTERS_MM.items()}}) if mode == "3d" else b"")
+    for mode, topic in GAZE_TOPICS.items()
+}
+_HEADER = {"3d": bytes([0x80 + len(GAZE_DATUM_FIELDS)]), "2d": bytes([0x80 + len(_FIELDS_2D)])}
+_KEYS = {k: _pack(k) for k in ("norm_pos", "timestamp", "gaze_point_3d", "gaze_normals_3d")}
+
+
+def _datum(t: float, ax: float, ay: float, nx: float, ny: float, mode: str) -> bytes:
+    k = _KEYS
+    out = _HEADER[mode] + _CONSTANT[mode] + k["norm_pos"] + _pack([nx, ny]) + k["timestamp"] + _pack(t)
+    if mode == "2d":
+        return out
+    point, normals = _ray(ax, ay)
+    return out + k["gaze_point_3d"] + _pack(point) + k["gaze_normals_3d"] + _pack(normals)
 
 
 def capture_gaze_frames(
@@ -124,13 +140,9 @@ def capture_gaze_frames(
         raise ValueError(f"mode must be '3d' or '2d', got {mode!r}")
     if not is_gaze_tick(release):
         raise ValueError(f"{release.topic}: not a tick of the gaze channel; only ticks become gaze datums")
-    topic = GAZE_TOPICS[mode]
-    col = {name: i for i, name in enumerate(release.names)}
+    topic = GAZE_TOPICS[mode].encode()
+    col = [release.names.index(n) for n in ("x_deg", "y_deg", "x_norm", "y_norm")]
     out = []
     for t, row in zip(release.t.tolist(), release.values.tolist(), strict=True):
-        ax, ay, nx, ny = (row[col[n]] for n in ("x_deg", "y_deg", "x_norm", "y_norm"))
-        datum = _datum_3d(t, ax, ay, nx, ny, topic)
-        if mode == "2d":
-            datum = {k: datum[k] for k in _FIELDS_2D}
-        out.append((topic.encode(), _pack(datum)))
+        out.append((topic, _datum(t, row[col[0]], row[col[1]], row[col[2]], row[col[3]], mode)))
     return out
