@@ -90,3 +90,13 @@ def test_the_plugin_s_ticks_reach_the_app_as_capture_s_gaze_datums(capture, sim)
     stamps = np.array([d["timestamp"] for d in gaze])
     assert np.allclose(np.diff(stamps), 1 / RATE)
     assert all(isinstance(msgpack.packb(d), bytes) for d in gaze)
+
+
+def test_the_plugin_s_privacy_check_lists_its_pupil_remote(capture, sim):  # noqa: F811
+    from streamdp.capture.check import check_capture
+
+    env, pub = capture
+    g_pool, plugin = start(env, pub, _settings(sim))
+    report = check_capture(g_pool, plugin.endpoint, plugin.session.config)
+    line = next(f for f in report.findings if f.subject == f"streamdp's Pupil Remote {plugin.endpoint.facade.address}")
+    assert line.status == "ok" and f"SUB_PORT {plugin.endpoint.facade.sub_port}" in line.text

@@ -54,4 +54,5 @@ def check_capture(
         budget=config.budget,
         seeded=config.seed is not None,
         proc_net=proc_net,
+        pupil_remote=endpoint.facade.address if endpoint is not None and endpoint.facade is not None else None,
     )

@@ -72,11 +72,13 @@ def facade_finding(address: str, capture_ports: Mapping[str, int], *, curve: boo
     'unknown'
     """
     subject = f"streamdp's Pupil Remote {address}"
+    host = urlsplit(address).hostname or ""
+    # bound on every interface: it answers on loopback too
+    reach = address.replace(f"//{host}:", "//127.0.0.1:", 1) if host in ("*", "0.0.0.0") else address
     try:
-        ports = ask_ports(address, timeout=timeout)
+        ports = ask_ports(reach, timeout=timeout)
     except RemoteUnanswered as exc:
         return Finding(subject, "unknown", f"{exc} (is the relay running with --pupil-remote?)")
-    host = urlsplit(address).hostname or ""
     try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
