@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 import threading
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamdp.cli import COMMANDS, build_parser, main
+from streamdp.cli import COMMANDS, build_parser, main, readers
 from streamdp.cli.format import format_chunk, format_status
 from streamdp.cli.options import add_config_options, config_fields, config_from, option_name
 from streamdp.config import SessionConfig
@@ -19,6 +20,7 @@ from streamdp.synthetic import generate
 
 from .conftest import shared
 from .recording_files import write_capture_recording
+from .test_cli_contract import OWN_OPTIONS
 
 
 def test_features_of_synthetic_gaze_to_csv(tmp_path, capsys):
@@ -255,12 +257,17 @@ def test_heatmap_picture_names_its_axes_units_and_privacy(tmp_path, monkeypatch)
 
 # ---------------------------------------------------------------- options from one configuration
 
-#: the commands that build a pipeline, and the configuration groups each offers
-PIPELINE_COMMANDS = {
-    "features": ("features",),
-    "demo": ("privacy", "features", "live"),
-    "relay": ("privacy", "features", "live"),
-    "replay": ("privacy", "features"),
+#: what each command's table (READS) must hold at least, and must not: the groups of the pipeline
+#: it builds, and what it has no use for
+TABLES = {
+    "features": (("features",), ("mechanism", "epsilon", "reorder_window", "gaze_channel")),
+    "demo": (("privacy", "features", "gaze", "live"), ()),
+    "relay": (("privacy", "features", "gaze", "live"), ()),
+    "replay": (("privacy", "features", "gaze"), ("reorder_window", "deadline_slack")),
+    "evaluate": (("features",), ("identity", "ledger_dir", "reorder_window", "gaze_channel")),
+    "audit": (("gaze",), ("unit", "budget", "w", "identity", "ledger_dir", "gaze_channel", "window")),
+    "heatmap": ((), ("window", "step", "chunk_length", "diameter_unit", "mechanism", "epsilon", "seed")),
+    "doctor": ((), ("epsilon", "window", "reorder_window", "gaze_channel")),
 }
 
 
@@ -271,48 +278,44 @@ def _help(command: str, capsys) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", sorted(PIPELINE_COMMANDS))
-def test_every_configuration_field_of_its_groups_is_an_option_of_each_pipeline_command(command, capsys):
-    text = _help(command, capsys)
-    assert {"--max-dispersion", "--diameter-unit", "--camera"} <= set(text.split())
-    for group in PIPELINE_COMMANDS[command]:
+@pytest.mark.parametrize("command", sorted(TABLES))
+def test_each_command_offers_the_fields_of_its_table_and_no_other(command, capsys):
+    table = readers()[command]
+    groups, never = TABLES[command]
+    for group in groups:
         for f in config_fields(group):
-            assert option_name(f.name) in text, f"{command} lacks {option_name(f.name)} ({group})"
-    if "privacy" not in PIPELINE_COMMANDS[command]:
-        assert "--mechanism" not in text  # features are unsanitized: no privacy option pretends otherwise
+            if command != "audit" or f.name != "gaze_channel":
+                assert f.name in table, f"{command} does not read {f.name} ({group})"
+    assert not set(never) & set(table), set(never) & set(table)
+    text = set(re.findall(r"--[a-z0-9-]+", _help(command, capsys)))
+    for f in dataclasses.fields(SessionConfig):
+        own = (command, f.name) in OWN_OPTIONS
+        assert (option_name(f.name) in text) == (f.name in table or own), f"{command} {option_name(f.name)}"
 
 
-@pytest.mark.parametrize("command", sorted(PIPELINE_COMMANDS))
+@pytest.mark.parametrize("command", ["features", "demo", "relay", "replay"])
 def test_the_options_of_a_pipeline_command_build_the_configuration(command):
     required = {"features": ["--out", "x.csv"], "replay": ["rec", "--out", "out"]}.get(command, [])
     parser = build_parser()
     assert config_from(parser.parse_args([command, *required])) == SessionConfig()
     given = ["--max-dispersion", "1.5", "--diameter-unit", "px", "--camera", "neon", "--max-fixation-duration", "2"]
     want = {"max_dispersion": 1.5, "diameter_unit": "px", "camera": "neon", "max_fixation_duration": 2.0}
-    if "privacy" in PIPELINE_COMMANDS[command]:
+    if command != "features":
         given += ["--k", "private", "--chunk-length", "32", "--bounds", "b.toml"]
         want |= {"k": "private", "chunk_length": 32, "bounds": "b.toml"}
     assert config_from(parser.parse_args([command, *required, *given])) == SessionConfig(**want)
 
 
-#: the commands that take the configuration's options but sweep some of them
-SWEEP_COMMANDS = {"evaluate": ("privacy", "features"), "audit": ("privacy",)}
-
-
-@pytest.mark.parametrize("command", sorted(SWEEP_COMMANDS))
-def test_evaluate_and_audit_take_their_options_from_the_configuration(command, capsys):
-    text = _help(command, capsys)
-    for group in SWEEP_COMMANDS[command]:
-        for f in config_fields(group):
-            assert option_name(f.name) in text, f"{command} lacks {option_name(f.name)} ({group})"
+@pytest.mark.parametrize("command", ["evaluate", "audit"])
+def test_evaluate_and_audit_take_their_options_from_the_configuration(command):
     parser = build_parser()
-    given = ["--bounds", "b.toml", "--transform", "dct", "--k", "private", "--unit", "session", "--budget", "9"]
-    want = {"bounds": "b.toml", "transform": "dct", "k": "private", "unit": "session", "budget": 9.0, "seed": 0}
+    given = ["--bounds", "b.toml", "--transform", "dct", "--k", "private"]
+    want = {"bounds": "b.toml", "transform": "dct", "k": "private", "seed": 0}
     if command == "audit":
         want["chunk_length"] = 32  # the audit's own default, as before
     else:
-        given += ["--max-dispersion", "1.5", "--camera", "neon"]
-        want |= {"max_dispersion": 1.5, "camera": "neon"}
+        given += ["--max-dispersion", "1.5", "--camera", "neon", "--unit", "session", "--budget", "9"]
+        want |= {"max_dispersion": 1.5, "camera": "neon", "unit": "session", "budget": 9.0}
     assert config_from(parser.parse_args([command, *given, "--seed", "4"])) == SessionConfig(**{**want, "seed": 4})
     assert config_from(parser.parse_args([command, *given])) == SessionConfig(**want)
 

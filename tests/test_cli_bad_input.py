@@ -127,7 +127,7 @@ ROWS = [
      r"^streamdp replay: error: argument --jobs: must be a whole number ≥ 1, got '0'"),
     ("jobs-neg", ["replay", "x", "--out", "{tmp}/o", "--jobs", "-2"], 2, r"argument --jobs: .*got '-2'"),
     ("scheduler", ["replay", "x", "--out", "{tmp}/o", "--scheduler", "tcp://h:1"], 2,
-     r"^streamdp replay: error: --scheduler applies to --executor dask only"),
+     r"^streamdp replay: error: --scheduler needs --executor dask: it is the address of a dask\.distributed scheduler"),
     ("port-neg", ["simulate", "--port", "-1"], 2,
      r"^streamdp simulate: error: argument --port: must be a whole number from 0 to 65535, got '-1'"),
     ("port-big", ["simulate", "--port", "70000"], 2, r"argument --port: must be a whole number from 0 to 65535"),
@@ -209,6 +209,76 @@ ROWS = [
      r"chunk \(t 1032\.0–1035\.5 s\); " + GRID.format(n=8, s=4) + r"whatever the gaze\), so the 4 before the first "
      r"slot \(it starts before the first full window\) and the 7 after the last \(the next slot ends past the gaze\) "
      r"are not released$"),
+    # options a command does not read, or does not have, and options that contradict each other (issue #27)
+    ("features-mechanism", ["features", "--synthetic", "40", "--out", "{tmp}/f.csv", "--mechanism", "lpa"], 2,
+     r"^streamdp features: error: --mechanism: streamdp features does not read mechanism \(read by streamdp demo, "),
+    ("heatmap-window", ["heatmap", "x", "--out", "{tmp}/m.npy", "--window", "20"], 2,
+     r"^streamdp heatmap: error: --window: streamdp heatmap does not read window \(read by streamdp features, "),
+    ("heatmap-chunk-length", ["heatmap", "x", "--out", "{tmp}/m.npy", "--chunk-length", "32"], 2,
+     r"^streamdp heatmap: error: --chunk-length: streamdp heatmap does not read chunk_length"),
+    ("audit-unit", ["audit", "--unit", "session", "--budget", "5"], 2,
+     r"^streamdp audit: error: --unit: streamdp audit does not read unit \(read by streamdp demo, relay, doctor"),
+    ("audit-gaze-channel", ["audit", "--gaze-channel"], 2,
+     r"^streamdp audit: error: --gaze-channel: streamdp audit does not read gaze_channel"),
+    ("evaluate-identity", ["evaluate", "--identity", "alice@headset1", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: --identity: streamdp evaluate does not read identity \(read by streamdp demo"),
+    ("doctor-epsilon", ["doctor", "--epsilon", "2"], 2,
+     r"^streamdp doctor: error: --epsilon: streamdp doctor does not read epsilon"),
+    ("simulate-epsilon", ["simulate", "--epsilon", "2"], 2,
+     r"^streamdp simulate: error: --epsilon: streamdp simulate does not read epsilon \(read by "),
+    ("subscribe-window", ["subscribe", "x", "--window", "3"], 2,
+     r"^streamdp subscribe: error: --window: streamdp subscribe does not read window"),
+    ("budget-epsilon", ["budget", "show", "--epsilon", "3"], 2,
+     r"^streamdp budget: error: --epsilon: streamdp budget does not read epsilon"),
+    ("replay-reorder", ["replay", "x", "--out", "{tmp}/o", "--reorder-window", "1"], 2,
+     r"^streamdp replay: error: --reorder-window: streamdp replay does not read reorder_window \(read by streamdp "
+     r"demo, relay\)"),
+    ("unknown-option", ["demo", "--frobnicate"], 2, r"^streamdp demo: error: --frobnicate: no option of streamdp demo"),
+    ("abbreviated", ["demo", "--offl"], 2, r"^streamdp demo: error: --offl: no option of streamdp demo"),
+    ("abbreviated-w", ["audit", "--w", "3"], 2, r"^streamdp audit: error: --w: streamdp audit does not read w"),
+    ("features-path-synthetic", ["features", "{data}/mostly", "--synthetic", "40", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: PATH and --synthetic contradict each other: synthetic gaze is made only when no"),
+    ("features-path-seed", ["features", "{data}/mostly", "--seed", "4", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: PATH and --seed contradict each other: --seed seeds the synthetic gaze"),
+    ("simulate-path-synthetic", ["simulate", "x", "--synthetic", "5"], 2,
+     r"^streamdp simulate: error: PATH and --synthetic contradict each other"),
+    ("relay-invisible", ["relay", "--invisible"], 2,
+     r"^streamdp relay: error: --invisible needs --neon: it says that the device --neon reads is a Pupil Invisible"),
+    ("relay-neon-remote", ["relay", "--neon", "--remote", "tcp://127.0.0.1:50020"], 2,
+     r"^streamdp relay: error: --neon and --remote contradict each other: --remote is Pupil Capture's Pupil Remote"),
+    ("relay-neon-backbone", ["relay", "--neon", "host", "--to-backbone"], 2,
+     r"^streamdp relay: error: --neon and --to-backbone contradict each other"),
+    ("relay-neon-blinks", ["relay", "--neon", "--blinks", "confidence"], 2,
+     r"^streamdp relay: error: --neon and --blinks confidence contradict each other: a Neon's confidence is 1"),
+    ("relay-pupil-remote-gaze", ["relay", "--pupil-remote-gaze", "2d"], 2,
+     r"^streamdp relay: error: --pupil-remote-gaze needs --pupil-remote"),
+    ("relay-pupil-remote-channel-off", ["relay", "--pupil-remote", "tcp://127.0.0.1:50029", "--no-gaze-channel"], 2,
+     r"^streamdp relay: error: --pupil-remote and --no-gaze-channel contradict each other"),
+    ("relay-neon-wait", ["relay", "--neon", "--wait-timeout", "5"], 2,
+     r"^streamdp relay: error: --neon and --wait-timeout contradict each other"),
+    ("relay-wait-0", ["relay", "--wait-timeout", "0"], 2, r"argument --wait-timeout: must be a number > 0, got '0'"),
+    ("demo-offline-speed", ["demo", "--offline", "--speed", "1"], 2,
+     r"^streamdp demo: error: --offline and --speed contradict each other: the offline demo runs in-process"),
+    ("demo-offline-slack", ["demo", "--offline", "--deadline-slack", "1"], 2,
+     r"^streamdp demo: error: --offline and --deadline-slack contradict each other"),
+    ("doctor-neon-timeout", ["doctor", "--neon", "--timeout", "3"], 2,
+     r"^streamdp doctor: error: --neon and --timeout contradict each other"),
+    ("doctor-neon-remote", ["doctor", "--neon", "h", "--remote", "tcp://127.0.0.1:50020"], 2,
+     r"^streamdp doctor: error: --neon and --remote contradict each other"),
+    ("heatmap-laplace-delta", ["heatmap", "x", "--out", "{tmp}/m.npy", "--mechanism", "laplace", "--delta", "0.1"], 2,
+     r"^streamdp heatmap: error: --mechanism laplace and --delta contradict each other: the Laplace mechanism has no"),
+    # gaze beyond the public plausibility bounds ({data}/far: one sample in ten at 10⁶ scene widths; nowhere: all)
+    ("features-far", ["features", "{data}/far", "--out", "{tmp}/f.csv"], 0,
+     r"^wrote \d+ UNSANITIZED feature rows of far .*; 800 of 8000 gaze samples \(10%\) beyond the public "
+     r"plausibility bounds \(800 positions beyond 10 scene widths\), counted as invalid$"),
+    ("features-nowhere", ["features", "{data}/nowhere", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: .*/nowhere: no plausible gaze left: 8000 of 8000 gaze samples \(100%\) beyond "
+     r"the public plausibility bounds \(8000 positions beyond 10 scene widths\), counted as invalid$"),
+    ("heatmap-nowhere", ["heatmap", "{data}/nowhere", "--out", "{tmp}/m.npy"], 2,
+     r"^streamdp heatmap: error: .*/nowhere: no plausible gaze left: 8000 of 8000"),
+    ("replay-nowhere", ["replay", "{data}/nowhere", "--out", "{tmp}/o"], 1,
+     r"^streamdp replay: error: .*/nowhere: cannot read: .*/nowhere: no plausible gaze left: 8000 of 8000 .*; "
+     r"nothing written to .*/o$"),
 ]
 
 #: rows run in a fresh interpreter: what a library prints while the interpreter tears an object
@@ -217,7 +287,12 @@ SUBPROCESS = {"neon-unreachable"}
 #: rows run as if an optional extra were not installed
 WITHOUT = {"parquet-extra": "pyarrow"}
 #: rows that run and write their output (exit 0, a warning or a note on stderr): what appears in the folder
-WRITES = {"features-mostly-lost": {"f.csv"}, "replay-mostly-lost": {"o"}, "replay-one-slot": {"o"}}
+WRITES = {
+    "features-far": {"f.csv"},
+    "features-mostly-lost": {"f.csv"},
+    "replay-mostly-lost": {"o"},
+    "replay-one-slot": {"o"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -244,6 +319,10 @@ def data(tmp_path_factory):
     for name, confidence in (("lost", lost), ("mostly", mostly)):
         write_capture_recording(replace(rec, gaze=replace(gaze, confidence=confidence)), folder / name)
     write_capture_recording(generate(duration=39.2, rate=200.0, seed=0).recording, folder / "short")
+    far = gaze.x.copy()
+    far[::10] = 1e6
+    write_capture_recording(replace(rec, gaze=replace(gaze, x=far)), folder / "far")
+    write_capture_recording(replace(rec, gaze=replace(gaze, x=np.full(n, 1e300))), folder / "nowhere")
     return folder
 
 

@@ -1,8 +1,10 @@
 """The ``streamdp`` command line: one module per command, options from one configuration.
 
 Every command that builds a pipeline takes its options from
-:class:`~streamdp.config.SessionConfig` (:mod:`streamdp.cli.options`), so an option added there
-reaches every such command; chunks and status are printed by one formatter
+:class:`~streamdp.config.SessionConfig` (:mod:`streamdp.cli.options`): the fields it reads, as its
+table ``READS`` declares, and no other. An option a command does not read, or two that contradict
+each other (its table ``CONFLICTS``), is refused naming both (:mod:`streamdp.cli.contract`);
+chunks and status are printed by one formatter
 (:mod:`streamdp.cli.format`). Results go to stdout, logs and errors to stderr
 (:mod:`streamdp.cli.console`). Bad input and faults of the machine (a port in use, a path that
 cannot be written, a device that does not answer) end with one line ``streamdp <command>:
@@ -22,6 +24,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from ..errors import StreamdpError
@@ -49,6 +52,7 @@ from .console import (
     is_environment_fault,
     termination_as_exception,
 )
+from .contract import CONFLICTS_DEST, DEFAULTS_DEST, UsageError, refuse_conflicts, unknown_option
 from .parsing import HelpFormatter, Parser, add_verbosity, verbosity
 
 log = logging.getLogger(__name__)
@@ -83,10 +87,21 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(commands)
-    for sub in commands.choices.values():
+    for name, sub in commands.choices.items():
         sub.formatter_class = HelpFormatter
         add_verbosity(sub, after_command=True)
+        defaults = {a.dest: a.default for a in sub._actions if a.dest != argparse.SUPPRESS}
+        sub.set_defaults(**{DEFAULTS_DEST: defaults, CONFLICTS_DEST: getattr(_module(name), "CONFLICTS", ())})
     return parser
+
+
+def _module(command: str) -> Any:
+    return next(c for c in COMMANDS if c.__name__.rsplit(".", 1)[1] == command.replace("-", "_"))
+
+
+def readers() -> dict[str, tuple[str, ...]]:
+    """Each command and the configuration fields it reads (its table ``READS``)."""
+    return {c.__name__.rsplit(".", 1)[1].replace("_", "-"): tuple(getattr(c, "READS", ())) for c in COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,12 +112,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     line on stderr, no traceback); 130 interrupted (SIGINT), 143 terminated (SIGTERM), after
     cleaning up (workers stopped, nothing partial left).
     """
-    args = build_parser().parse_args(argv)
-    configure_logging(verbosity(args))
+    args, extras = build_parser().parse_known_args(argv)
     command = f"streamdp {args.command}"
+    if extras:
+        print(f"{command}: error: {unknown_option(args.command, extras, readers())} (see {command} --help)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    configure_logging(verbosity(args))
     try:
         with termination_as_exception():
+            refuse_conflicts(args)
             return int(args.handler(args))
+    except UsageError as exc:
+        print(f"{command}: error: {exc} (see {command} --help)", file=sys.stderr)
+        return 2
     except MissingExtra as exc:
         print(exc, file=sys.stderr)
         return 2

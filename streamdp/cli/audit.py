@@ -33,7 +33,16 @@ from ..privacy.mechanisms import MECHANISMS
 from .evaluate import grid_axis
 from .format import counted
 from .gaze_options import gaze_option_names, name_gaze_option
-from .options import _GIVEN_DEST, GivenValue, add_config_options, checked, config_from, field_choices, option_name
+from .options import (
+    _GIVEN_DEST,
+    GivenValue,
+    add_config_options,
+    checked,
+    config_from,
+    field_choices,
+    option_name,
+    reads,
+)
 from .parsing import COUNT, FRACTION, POSITIVE
 
 #: the mechanism parameters audited over, beyond what the configuration fixes
@@ -43,6 +52,9 @@ CHANNELS = ("features", "gaze", "all")
 #: the options that name the features channel's mechanisms, and the gaze channel's: (lists, single)
 _FEATURE_OPTIONS = (("mechanisms", "transforms", "sensitivities"), ("mechanism", "transform", "sensitivity"))
 _GAZE_OPTIONS = (("gaze_mechanisms",), ("gaze_mechanism",))
+#: the configuration fields it reads: what builds the mechanisms it audits; not the unit of privacy
+#: (it audits one release) nor --gaze-channel (the gaze channel is audited whenever --channel says)
+READS = reads("privacy", "gaze", but=("unit", "budget", "w", "identity", "ledger_dir", "gaze_channel"))
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -76,7 +88,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--runs", type=COUNT, default=2000, help="evaluation runs per neighbouring input, ≥ 20")
     p.add_argument("--alpha", type=FRACTION, default=0.01, help="1 − confidence of the bound, strictly between 0 and 1")
-    add_config_options(p, ["privacy", "gaze"])
+    add_config_options(p, READS)
     p.add_argument("--seed", type=int, default=0, action=GivenValue, help="seed of the audit's noise")
     p.set_defaults(handler=run, chunk_length=32)
 

@@ -15,6 +15,7 @@ from ..errors import InputError, StreamdpError
 from ..gaze import Recording
 from ..offline.recordings import POSITION_UNITS, TIME_UNITS, CsvLayout, open_recording
 from ..offline.results import check_writable_place
+from ..plausibility import Implausible
 
 #: CsvLayout fields and the options that give them, for error messages
 _CSV_OPTIONS = (
@@ -171,14 +172,17 @@ def load_recording(
     seed: int,
     layout: CsvLayout | None = None,
     config: SessionConfig | None = None,
+    report: Callable[[Implausible], object] | None = None,
 ) -> Recording:
     """The recording at ``path`` (read with ``layout`` when given, else any format the readers
-    know), or ``synthetic`` seconds of synthetic gaze (default 120) when no path is given.
+    know), or ``synthetic`` seconds of synthetic gaze (default 120) when no path is given. A
+    recording's gaze is held to the public plausibility bounds: what they leave out goes to
+    ``report`` (:func:`~streamdp.readers.plausible_recording`).
 
     Raises
     ------
     InputError
-        ``path`` cannot be read; ``layout`` without a path.
+        ``path`` cannot be read, or holds no plausible gaze; ``layout`` without a path.
     """
     if path is None:
         if layout is not None:
@@ -186,8 +190,11 @@ def load_recording(
         from ..synthetic import generate
 
         return generate(duration=synthetic or 120.0, seed=seed).recording
-    return open_recording(path, layout, config)
+    from ..readers import plausible_recording, read_recording
 
+    if layout is None:
+        return read_recording(path, report=report)
+    return plausible_recording(open_recording(path, layout, config), path, report)
 
 
 def output_file(path: str | Path, suffixes: Sequence[str], *, option: str = "--out") -> Path:

@@ -27,14 +27,24 @@ from ..privacy.release import PrivateRelease, check_sealed
 from ..session import Session
 from ..status import SessionStatus, StatusEvent, check_status
 from .console import say
+from .contract import Excludes
 from .format import PrintingSink, counted, format_chunk, format_local, format_status, json_line
 from .gaze_format import GAZE_TOPIC, GazeTally
 from .gaze_options import gaze_options_checked
-from .options import add_config_file_option, add_config_options
+from .options import add_config_file_option, add_config_options, reads
 from .parsing import NON_NEGATIVE, POSITIVE
 
 #: the synthetic gaze's sampling rate (Hz)
 RATE = 200.0
+
+#: the configuration fields it reads: all of them (the live group in the networked demo only)
+READS = reads("privacy", "features", "gaze", "live")
+#: options that contradict each other
+CONFLICTS = (
+    Excludes("--offline", "--speed", "the offline demo runs in-process, as fast as it can"),
+    Excludes("--offline", "--reorder-window", "the offline session reads the gaze in time order: nothing is held back"),
+    Excludes("--offline", "--deadline-slack", "the offline session releases each chunk as it is computed"),
+)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -49,7 +59,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--offline", action="store_true", help="run the session in-process, without sockets")
     p.add_argument("--json", action="store_true", help="print each chunk as one JSON object per line, as published")
     add_config_file_option(p)
-    add_config_options(p, ["privacy", "features", "gaze", "live"])
+    add_config_options(p, READS)
     p.set_defaults(handler=run)
 
 

@@ -4,8 +4,9 @@ It asks Pupil Remote (``--remote``) for Capture's backbone ports, finds where ea
 system's table of listening sockets, and looks at streamdp's own side as the relay would run it:
 the sanitized endpoint (``--bind``, CURVE on with ``--curve-secret``/``--curve-clients``), the
 owner's status endpoint (``--status-bind``), the durable ledger (``--identity``, ``--ledger-dir``,
-``--budget``) and seeded noise (``--seed``). A relay's own command line with ``relay`` replaced by
-``doctor`` checks that relay's deployment.
+``--budget``, with ``--unit``/``--w`` as the budget's) and seeded noise (``--seed``): the relay's
+options that decide these findings, and no other (an option of the relay that changes none, such as
+``--epsilon``, is refused naming it: give ``doctor`` the relay's addresses and ledger options).
 
 It prints one line per finding, a one-line verdict and, when Capture's ports are reachable from
 other hosts, the firewall commands that would close them (printed, never run); ``--json`` prints
@@ -19,11 +20,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from .options import add_config_file_option, add_config_options, checked, config_from
+from .contract import Excludes
+from .options import GivenValue, add_config_file_option, add_config_options, checked, config_from, reads
 from .parsing import POSITIVE
 
 #: ``streamdp doctor``'s exit status when it cannot check (bad options exit 2 as well)
 EXIT_UNCHECKED = 2
+
+#: the configuration fields it reads: the durable ledger's (the unit and w only as the budget's)
+READS = reads(plus=("unit", "budget", "w", "seed", "identity", "ledger_dir"))
+#: options that contradict each other
+CONFLICTS = (
+    Excludes("--neon", "--remote", "--remote is Pupil Capture's Pupil Remote; with --neon there is no Capture to ask"),
+    Excludes("--neon", "--timeout", "--timeout is Pupil Remote's time to answer; with --neon there is none to ask"),
+    Excludes("--neon", "--pupil-remote", "streamdp's Pupil Remote serves apps of Pupil Capture"),
+)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -33,6 +44,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--remote",
         default="tcp://127.0.0.1:50020",
+        action=GivenValue,
         help="Pupil Remote's address, as the relay's (default: %(default)s)",
     )
     p.add_argument(
@@ -56,7 +68,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="gaze from a Neon or Invisible: no Pupil Capture to check on this machine (default: Pupil Capture)",
     )
     p.add_argument(
-        "--timeout", type=POSITIVE, default=1.0, help="seconds Pupil Remote has to answer (default: %(default)s)"
+        "--timeout",
+        type=POSITIVE,
+        default=1.0,
+        action=GivenValue,
+        help="seconds Pupil Remote has to answer (default: %(default)s)",
     )
     p.add_argument(
         "--pupil-remote",
@@ -66,7 +82,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="one JSON object: verdict, exit_code, findings, firewall")
     add_config_file_option(p)
-    add_config_options(p, ["privacy", "features", "live"])
+    add_config_options(p, READS)
     p.set_defaults(handler=run)
 
 

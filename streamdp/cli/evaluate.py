@@ -32,7 +32,7 @@ from .common import add_csv_options, csv_layout, require_extra
 from .console import say
 from .evaluate_gaze import add_gaze_options, check_channel_options, run_gaze
 from .format import counted
-from .options import GivenValue, add_config_file_option, add_config_options, checked, config_from, option_name
+from .options import GivenValue, add_config_file_option, add_config_options, checked, config_from, option_name, reads
 from .parsing import COUNT, POSITIVE, number
 
 #: the re-identification splits (offline.classify.REID_SPLITS; repeated so that the CLI imports no extra)
@@ -44,6 +44,10 @@ DEFAULT_EPSILONS = (1.0, 10.0, 100.0, 1000.0)
 DEFAULT_CHUNK_LENGTHS = (32,)
 
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(SessionConfig)}
+
+#: the configuration fields it reads: the privacy and features groups, but a durable ledger's (an
+#: evaluation charges no one's budget); the seed is its own option (of the noise and the people)
+READS = reads("privacy", "features", but=("identity", "ledger_dir"))
 
 
 def grid_axis(
@@ -114,7 +118,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--seconds", type=POSITIVE, default=240.0, help="seconds per synthetic recording")
     add_gaze_options(p)
     add_config_file_option(p)
-    add_config_options(p, ["privacy", "features"])
+    add_config_options(p, READS)
     p.add_argument(
         "--seed", type=int, default=0, action=GivenValue, help="seed of the noise and synthetic people (default: 0)"
     )

@@ -15,15 +15,26 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import StreamdpError
+from ..plausibility import Implausible
 from ..schema import FEATURE_NAMES
 from ..stages.features import FeatureRows
 from .common import add_csv_options, csv_layout, load_recording, output_file, require_extra, write_atomically
 from .console import say
-from .options import add_config_options, config_from
+from .contract import Excludes
+from .options import add_config_options, config_from, reads
 from .parsing import POSITIVE
 
 #: the output formats, by extension
 SUFFIXES = (".csv", ".npz", ".parquet")
+
+#: the configuration fields it reads: the features group (the chunk length too: events are cut where
+#: the private pipeline's chunks end, so that the rows are those it would sanitize)
+READS = reads("features")
+#: options that contradict each other, or do nothing without another
+CONFLICTS = (
+    Excludes("PATH", "--synthetic", "synthetic gaze is made only when no recording is given"),
+    Excludes("PATH", "--seed", "--seed seeds the synthetic gaze; a recording is played as it is"),
+)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -41,8 +52,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--synthetic", type=POSITIVE, metavar="SECONDS", help="length of synthetic gaze when no path (default: 120)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic gaze")
-    add_config_options(p, ["features"])
+    p.add_argument("--seed", type=int, help="seed of the synthetic gaze (default: 0)")
+    add_config_options(p, READS)
     add_csv_options(p)
     p.set_defaults(handler=run)
 
@@ -83,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     out = output_file(args.out, SUFFIXES)
     if out.suffix.lower() == ".parquet":
         require_extra("pyarrow", "parquet", "features")
-    rec = load_recording(args.path, args.synthetic, args.seed, layout, config)
+    left_out: list[Implausible] = []
+    rec = load_recording(args.path, args.synthetic, args.seed or 0, layout, config, left_out.append)
     if config.blinks == "given" and rec.blinks is None:
         raise StreamdpError(f"{args.path or rec.name}: --blinks given, but the recording has no blink events")
     from ..offline.coverage import GazeTally
@@ -112,6 +124,6 @@ def run(args: argparse.Namespace) -> int:
     say(
         f"wrote {len(rows)} UNSANITIZED feature rows of {rec.name} to {out} "
         f"(scene camera {config.camera_for(rec.camera)}; raw features for local research: "
-        "not differentially private, do not share)",
+        "not differentially private, do not share)" + "".join(f"; {x.describe()}" for x in left_out if x.describe()),
     )
     return 0

@@ -37,8 +37,9 @@ def describe_gaze_channel(config: SessionConfig) -> str:
 
     Examples
     --------
-    >>> describe_gaze_channel(SessionConfig(gaze_channel=True))
-    '; gaze channel on streamdp.gaze.geo-uniform: 60 ticks a second, ε 60 per degree over any 60 ticks'
+    >>> describe_gaze_channel(SessionConfig(gaze_channel=True))  # doctest: +NORMALIZE_WHITESPACE
+    '; gaze channel on streamdp.gaze.geo-uniform: 60 ticks a second, ε 20 per degree over any 60 ticks,
+    released through a public median of the last 9'
     >>> describe_gaze_channel(SessionConfig())
     ''
     """
@@ -47,7 +48,9 @@ def describe_gaze_channel(config: SessionConfig) -> str:
     return (
         f"; gaze channel on {GAZE_TOPIC}{config.gaze_mechanism}: {config.gaze_rate:g} ticks a second, "
         f"ε {config.gaze_epsilon:g} per degree over any {config.gaze_w} ticks"
-    )
+        + ("" if config.gaze_smoothing == "none" else f", released through a public median of the last "
+           f"{config.gaze_smoothing.removeprefix('median')}")
+    )  # fmt: skip
 
 
 def check_tick(message: Mapping[str, Any]) -> Mapping[str, Any]:

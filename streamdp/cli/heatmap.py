@@ -19,15 +19,24 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config.fields import EVENT_FIELDS
 from ..errors import StreamdpError
+from ..plausibility import Implausible, share
 from ..privacy.mechanisms import HEATMAP_MECHANISMS
 from .common import output_file, require_extra, write_atomically
 from .console import say
+from .contract import Excludes
 from .format import counted
-from .options import add_config_options, config_from
+from .options import add_config_options, config_from, reads
 from .parsing import FRACTION, POSITIVE
 
 log = logging.getLogger(__name__)
+
+#: the configuration fields it reads: the fixation detector's (its own --mechanism, --epsilon and
+#: --seed are the heatmap's, not a session's)
+READS = reads(plus=("signal", "camera", "blinks", *EVENT_FIELDS))
+#: options that contradict each other
+CONFLICTS = (Excludes("--mechanism=laplace", "--delta", "the Laplace mechanism has no δ (it is ε-DP)"),)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -50,7 +59,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--shape", default="24x32", help="HEIGHTxWIDTH of the map in pixels")
     p.add_argument("--seed", type=int, help="noise seed (default: OS entropy)")
-    add_config_options(p, ["features"])
+    add_config_options(p, READS)
     p.set_defaults(handler=run)
 
 
@@ -108,8 +117,9 @@ def run(args: argparse.Namespace) -> int:
     out = output_file(args.out, (".npy",))
     png = output_file(args.png or out.with_suffix(".png"), (".png",), option="--png")
     maps = []
+    left_out: list[Implausible] = []
     for path in args.paths:
-        rec = read_recording(path)
+        rec = read_recording(path, report=left_out.append)
         tally = GazeTally(config.min_confidence)
         tally.add(rec.gaze.t, rec.gaze.valid, rec.gaze.confidence)
         unusable, warning = tally.problem()
@@ -164,6 +174,13 @@ def run(args: argparse.Namespace) -> int:
     write_atomically(out, lambda tmp: _save(tmp, noisy))
     title = f"{mech.name}: {privacy}, cap m = {cap}, {counted(n, 'observer')}"
     write_atomically(png, lambda tmp: _picture(noisy, tmp, title), option="--png")
+    implausible = sum(x.samples for x in left_out)
+    if implausible:
+        total = sum(x.total for x in left_out)
+        cap_note += (
+            f"; {implausible} of {total} gaze samples ({share(implausible, total)}) beyond the public plausibility "
+            "bounds, counted as invalid"
+        )
     say(f"wrote {out} and {png}: {guarantee}; cap m = {cap} ({cap_note})")
     return 0
 

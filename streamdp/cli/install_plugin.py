@@ -78,10 +78,15 @@ def requirements(plugin: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def _imported(module: str, path: Path) -> set[str]:
-    """The streamdp modules a module's source imports, anywhere in it (lazy imports included)."""
+    """The streamdp modules a module's source imports, anywhere in it (lazy imports included, not
+    those under ``if TYPE_CHECKING:``, which never run)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for block in [n for n in ast.walk(tree) if isinstance(n, ast.If)]:
+        if ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            block.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")

@@ -1,11 +1,13 @@
 """Command-line options generated from :class:`~streamdp.config.SessionConfig`.
 
 Every field of the configuration carries what the command line needs in its metadata: ``help``,
-``group`` (``privacy``, ``features``, ``gaze`` or ``live``) and optionally ``choices``. A command asks for
-the groups it uses; :func:`add_config_options` turns each field of those groups into an option
-named after it (``chunk_length`` → ``--chunk-length``) and :func:`config_from` turns the parsed
-options back into a :class:`SessionConfig`. A field added to the configuration therefore reaches
-every command that uses its group, with no edit here.
+``group`` (``privacy``, ``features``, ``gaze`` or ``live``) and optionally ``choices``. Each command
+declares, in one table beside it (its ``READS``, made with :func:`reads`), the fields it reads;
+:func:`add_config_options` turns each of them, and no other, into an option named after it
+(``chunk_length`` → ``--chunk-length``) and :func:`config_from` turns the parsed options back into
+a :class:`SessionConfig`. An option of a field the command does not read is no option of it: the
+command line refuses it, naming it and the command (:mod:`streamdp.cli.contract`). A field added to
+the configuration reaches every command whose table takes its whole group, with no edit here.
 
 Values are converted by the field's type: ``float``, ``int``, ``str`` (with its choices), ``bool``
 (``--x``/``--no-x``), optional variants of these, and ``int | str`` (an integer, or one of the
@@ -57,7 +59,7 @@ _float_or_none.__name__ = "number (or 'none')"  # argparse names the type in its
 #: what a field whose default is None means when unset, where its own help does not say
 _UNSET = {"budget": "required by the w-event and session units", "w": "required by the w-event unit"}
 
-_GROUPS_DEST = "_config_groups"
+_FIELDS_DEST = "_config_fields"
 _TYPE_DEST = "_config_type"
 _GIVEN_DEST = "_config_given"
 #: where --config's path is parsed to
@@ -122,6 +124,30 @@ def config_fields(group: str, config_type: type = SessionConfig) -> list[Field[A
     return [f for f in fields(config_type) if group in (f.metadata.get("group"), *f.metadata.get("also", ()))]
 
 
+def reads(*groups: str, but: Sequence[str] = (), plus: Sequence[str] = ()) -> tuple[str, ...]:
+    """A command's table of the configuration fields it reads: every field of ``groups``, but
+    ``but``, and ``plus``, in the configuration's order.
+
+    Raises
+    ------
+    ValueError
+        An unknown group, or a name in ``but`` or ``plus`` that is no field of the configuration.
+
+    Examples
+    --------
+    >>> reads("gaze", but=("gaze_channel",))
+    ('gaze_mechanism', 'gaze_epsilon', 'gaze_w', 'gaze_rate', 'gaze_smoothing')
+    >>> reads(plus=("seed", "budget"))
+    ('budget', 'seed')
+    """
+    names = {f.name for f in fields(SessionConfig)}
+    unknown = [n for n in (*but, *plus) if n not in names]
+    if unknown:
+        raise ValueError(f"no field of SessionConfig: {', '.join(unknown)}")
+    chosen = {f.name for g in groups for f in config_fields(g)} - set(but) | set(plus)
+    return tuple(f.name for f in fields(SessionConfig) if f.name in chosen)
+
+
 def field_choices(name: str, config_type: type = SessionConfig) -> tuple[Any, ...]:
     """The ``choices`` a configuration field declares (for commands that offer several at once).
 
@@ -153,27 +179,42 @@ def _help(f: Field[Any]) -> str:
 
 
 def add_config_options(
-    parser: argparse.ArgumentParser, groups: Sequence[str], *, config_type: type = SessionConfig
+    parser: argparse.ArgumentParser, read: Sequence[str], *, config_type: type = SessionConfig
 ) -> None:
-    """Add an option for every field of ``config_type`` in ``groups``, one argument group each.
+    """Add an option for every field of ``config_type`` the command reads, in an argument group
+    per option group (help shows them in :data:`GROUPS` order). ``read`` names fields, or whole
+    groups (every field of the group).
 
     Raises
     ------
     ValueError
-        An unknown group.
+        A name that is neither a field nor a group.
     TypeError
         A field whose type has no command-line form (extend :func:`_argument` for it).
     """
     hints = _hints(config_type)
-    added: set[str] = set()
-    for group in groups:
-        arg_group = parser.add_argument_group(group)
-        for f in config_fields(group, config_type):
-            if f.name in added:
-                continue  # a field offered in two of the groups
-            added.add(f.name)
-            arg_group.add_argument(option_name(f.name), dest=f.name, help=_help(f), **_argument(f, hints[f.name]))
-    parser.set_defaults(**{_GROUPS_DEST: tuple(groups), _TYPE_DEST: config_type})
+    by_name = {f.name: f for f in fields(config_type)}
+    wanted: set[str] = set()
+    for name in read:
+        if name in GROUPS:
+            wanted.update(f.name for f in config_fields(name, config_type))
+        elif name in by_name:
+            wanted.add(name)
+        else:
+            raise ValueError(f"{name!r} is neither a field of {config_type.__name__} nor a group")
+    chosen = [f for f in fields(config_type) if f.name in wanted]
+    for group in GROUPS:
+        members = [f for f in chosen if f.metadata.get("group") == group]
+        if members:
+            arg_group = parser.add_argument_group(group)
+            for f in members:
+                arg_group.add_argument(option_name(f.name), dest=f.name, help=_help(f), **_argument(f, hints[f.name]))
+    parser.set_defaults(**{_FIELDS_DEST: tuple(f.name for f in chosen), _TYPE_DEST: config_type})
+
+
+def config_fields_read(args: argparse.Namespace) -> tuple[str, ...]:
+    """The configuration fields the parsed command offers as options (its table)."""
+    return tuple(getattr(args, _FIELDS_DEST, ()))
 
 
 def _default(f: Field[Any]) -> Any:
@@ -267,7 +308,7 @@ def load_config_file(path: str | Path, config_type: type[SessionConfig] = Sessio
 def config_from(args: argparse.Namespace) -> SessionConfig:
     """The configuration the parsed options of a command describe: the ``--config`` file's, if
     one was given, with the options given on the command line over it; otherwise the options,
-    fields of groups the command does not offer keeping their defaults.
+    fields the command does not read keeping their defaults.
 
     Raises
     ------
@@ -287,12 +328,12 @@ def config_from(args: argparse.Namespace) -> SessionConfig:
     >>> cfg.k, cfg.max_dispersion, cfg.chunk_length, cfg.window
     ('private', 2.0, 32, 30.0)
     """
-    groups = getattr(args, _GROUPS_DEST, ())
     config_type = getattr(args, _TYPE_DEST, SessionConfig)
     hints = _hints(config_type)
+    read = set(config_fields_read(args))
     values: dict[str, Any] = {}
-    for group in groups:
-        for f in config_fields(group, config_type):
+    for f in fields(config_type):
+        if f.name in read:
             value = getattr(args, f.name)
             if _kinds(hints[f.name]) == {int, str}:
                 value = _int_or_keyword(f, value)

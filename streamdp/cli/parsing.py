@@ -17,7 +17,12 @@ from typing import Any, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr, exit status 2."""
+    """An ArgumentParser whose errors are one line on stderr, exit status 2, and that takes no
+    abbreviated option (``--w`` is not ``--weights``: an option is given whole or refused)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -127,4 +132,3 @@ def verbosity(args: argparse.Namespace) -> int:
     less = getattr(args, "quiet", 0) + getattr(args, "quiet_after", 0)
     args.quiet = less > 0
     return int(more - less)
-

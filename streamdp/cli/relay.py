@@ -5,9 +5,12 @@ Everything that can fail before the loop does so with one line and nothing left 
 options, the addresses, the CURVE certificates, the port to listen on (in use?), the device.
 Once connected to Capture, and whenever Pupil Remote restarts its server, the relay says in one line
 whether the deployment is private (``streamdp doctor``'s check: where Capture's raw-gaze ports
-listen). SIGINT and SIGTERM end the loop between two batches (no partial chunk); the stop line is the
-session's status in words. With ``--gaze-channel`` the same publisher also sends the real-time
-gaze channel's ticks on ``streamdp.gaze.<mechanism>``, each at its public time.
+listen). While Capture does not answer (at start, or after it went away) the relay says once what it
+waits for, counts its attempts (each one a line with ``-v``) and, with ``--wait-timeout``, gives up
+when that long has passed (exit status 2, one line). SIGINT and SIGTERM end the loop between two
+batches (no partial chunk); the stop line is the session's status in words. With ``--gaze-channel``
+the same publisher also sends the real-time gaze channel's ticks on ``streamdp.gaze.<mechanism>``,
+each at its public time.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import dataclasses
 import functools
 import gc
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,19 +27,41 @@ from typing import Any
 
 from ..errors import InputError, StreamdpError
 from .console import error_text, on_stop_signals, say
-from .format import describe_epsilon, format_status
+from .contract import Excludes, Needs
+from .format import counted, describe_epsilon, format_status
 from .gaze_format import describe_gaze_channel
 from .gaze_options import gaze_options_checked
-from .options import add_config_file_option, add_config_options
+from .options import GivenValue, add_config_file_option, add_config_options, reads
 from .parsing import POSITIVE
+
+log = logging.getLogger(__name__)
 
 #: where the realtime API's exceptions come from (it raises its own types, aiohttp's and asyncio's)
 _DEVICE_MODULES = ("pupil_labs", "aiohttp", "asyncio", "zeroconf")
 
+#: the configuration fields it reads: all of them
+READS = reads("privacy", "features", "gaze", "live")
+#: options that contradict each other, or do nothing without another
+CONFLICTS = (
+    Needs("--invisible", "--neon", "it says that the device --neon reads is a Pupil Invisible"),
+    Needs("--pupil-remote-gaze", "--pupil-remote", "it chooses the gaze datums streamdp's Pupil Remote publishes"),
+    Excludes("--neon", "--remote", "--remote is Pupil Capture's Pupil Remote; --neon reads a Neon or Invisible"),
+    Excludes("--neon", "--to-backbone", "a Neon or Invisible has no Capture backbone to publish onto"),
+    Excludes("--neon", "--wait-timeout", "a Neon or Invisible is reached once, at start, or refused at once"),
+    Excludes(
+        "--neon",
+        "--blinks=confidence",
+        "a Neon's confidence is 1 while the glasses are worn: the relay takes its blink events (--blinks given)",
+    ),
+    Excludes(
+        "--pupil-remote", "--no-gaze-channel", "streamdp's Pupil Remote serves the gaze channel's ticks as gaze datums"
+    ),
+)
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("relay", help="Pupil Capture's gaze in, sanitized chunks out on a ZeroMQ topic")
-    p.add_argument("--remote", default="tcp://127.0.0.1:50020", help="Pupil Remote's address")
+    p.add_argument("--remote", default="tcp://127.0.0.1:50020", action=GivenValue, help="Pupil Remote's address")
     p.add_argument("--bind", default="tcp://127.0.0.1:5570", help="where subscribers connect")
     p.add_argument("--to-backbone", action="store_true", help="also publish onto Capture's backbone")
     p.add_argument(
@@ -49,6 +75,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="with --seed: publish anyway (tests and demos only: whoever knows the seed removes the noise)",
     )
     p.add_argument("--status-interval", type=POSITIVE, default=10.0, help="seconds between status messages")
+    p.add_argument(
+        "--wait-timeout",
+        type=POSITIVE,
+        metavar="SECONDS",
+        help="give up (exit status 2) when Pupil Capture has not answered for this long, at start or after "
+        "it went away (default: wait until stopped)",
+    )
     p.add_argument(
         "--status-bind",
         default="tcp://127.0.0.1:5571",
@@ -74,10 +107,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--pupil-remote-gaze",
         choices=("3d", "2d"),
         default="3d",
+        action=GivenValue,
         help="the gaze datums streamdp's Pupil Remote publishes: gaze.3d.01. or gaze.2d.01. (default: %(default)s)",
     )
     add_config_file_option(p)
-    add_config_options(p, ["privacy", "features", "gaze", "live"])
+    add_config_options(p, READS)
     p.set_defaults(handler=run)
 
 
@@ -137,6 +171,53 @@ def connect_neon(address: str) -> Any:
     finally:
         sys.unraisablehook = previous
     raise InputError(f"--neon {address or '(discovery)'}: cannot reach the device: {problem}")
+
+
+class Waiting:
+    """The relay's words while Pupil Capture does not answer: once what it waits for and how to stop,
+    each attempt counted (a line at ``-v``), and the end of the wait after ``timeout`` s.
+
+    Raises
+    ------
+    InputError
+        From the call: ``timeout`` s have passed since the first attempt of this wait.
+
+    Examples
+    --------
+    >>> waiting = Waiting("tcp://127.0.0.1:1", timeout=0.0)
+    >>> waiting(TimeoutError("no answer"), 1)
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.InputError: --wait-timeout 0: Pupil Capture at tcp://127.0.0.1:1 did not answer in 1 attempt over 0 s (no answer): is Capture running, with Pupil Remote at this address (Capture's Network API plugin)?
+    """  # noqa: E501
+
+    def __init__(self, remote: str, timeout: float | None) -> None:
+        self.remote = remote
+        self.timeout = timeout
+        self.attempts = 0
+        self._since = 0.0
+
+    def __call__(self, problem: Exception, attempts: int) -> None:
+        import time
+
+        now = time.monotonic()
+        self.attempts = attempts
+        why = error_text(problem).replace(f"Pupil Remote at {self.remote} ", "")
+        if attempts == 1:
+            self._since = now
+            give_up = f"gives up after {self.timeout:g} s" if self.timeout is not None else "waits until stopped"
+            say(
+                f"streamdp relay: waiting for Pupil Capture's Pupil Remote at {self.remote} ({why}); "
+                f"retrying every few seconds, {give_up} (Ctrl-C stops; --wait-timeout SECONDS sets a limit)"
+            )
+        waited = now - self._since
+        log.info("still waiting for Pupil Capture at %s: attempt %d, %.0f s", self.remote, attempts, waited)
+        if self.timeout is not None and waited >= self.timeout:
+            raise InputError(
+                f"--wait-timeout {self.timeout:g}: Pupil Capture at {self.remote} did not answer in "
+                f"{counted(attempts, 'attempt')} over {waited:.0f} s ({why}): is Capture running, "
+                "with Pupil Remote at this address (Capture's Network API plugin)?"
+            )
 
 
 def _deployment_check(args: argparse.Namespace, config: Any, curve: bool) -> Callable[..., Any]:
@@ -231,6 +312,7 @@ def run(args: argparse.Namespace) -> int:
                 deployment_check=_deployment_check(args, config, curve is not None),
             )
             assert shell.watch is not None
+            shell.on_waiting = Waiting(args.remote, args.wait_timeout)
             shell.watch.on_report = lambda report: say(f"streamdp relay: {report.verdict}")
         on_stop_signals(shell.stop)
         say(

@@ -11,13 +11,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import StreamdpError
 from .common import add_csv_options, csv_layout
 from .console import say
+from .contract import Needs
 from .format import counted, json_line
 from .gaze_options import gaze_options_checked
-from .options import add_config_file_option, add_config_options
+from .options import add_config_file_option, add_config_options, reads
 from .parsing import COUNT
+
+#: the configuration fields it reads: all but the live group's (a recording is read in time order)
+READS = reads("privacy", "features", "gaze")
+#: options that do nothing without another
+CONFLICTS = (Needs("--scheduler", "--executor=dask", "it is the address of a dask.distributed scheduler"),)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -39,7 +44,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object per recording on stdout")
     add_config_file_option(p)
-    add_config_options(p, ["privacy", "features", "gaze"])
+    add_config_options(p, READS)
     add_csv_options(p)
     p.set_defaults(handler=run)
 
@@ -47,8 +52,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..offline.replay import noise_statement, replay, shared_result
 
-    if args.scheduler and args.executor != "dask":
-        raise StreamdpError("--scheduler applies to --executor dask only")
     config = gaze_options_checked(args)  # bad options fail here, before any work starts
     layout = csv_layout(args, config)
     results = replay(

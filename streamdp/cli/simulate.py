@@ -10,11 +10,21 @@ from __future__ import annotations
 import argparse
 import threading
 
+from ..plausibility import Implausible
 from .common import load_recording
 from .console import on_stop_signals, say
+from .contract import Excludes
 from .parsing import NON_NEGATIVE, PORT, POSITIVE, number
 
 HWM = number(int, low=0)
+
+#: it reads no configuration field
+READS: tuple[str, ...] = ()
+#: options that contradict each other, or do nothing without another
+CONFLICTS = (
+    Excludes("PATH", "--synthetic", "synthetic gaze is made only when no recording is given"),
+    Excludes("PATH", "--seed", "--seed seeds the synthetic gaze; a recording is played as it is"),
+)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -23,7 +33,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--synthetic", type=POSITIVE, metavar="SECONDS", help="length of synthetic gaze when no path (default: 120)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic gaze")
+    p.add_argument("--seed", type=int, help="seed of the synthetic gaze (default: 0)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind")
     p.add_argument("--port", type=PORT, default=50020, help="Pupil Remote's port, 0–65535 (0: any free port)")
     p.add_argument(
@@ -46,7 +56,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..network.simulator import CaptureSimulator
 
-    rec = load_recording(args.path, args.synthetic, args.seed)
+    left_out: list[Implausible] = []
+    rec = load_recording(args.path, args.synthetic, args.seed or 0, report=left_out.append)
     sim = CaptureSimulator(
         rec,
         host=args.host,
@@ -62,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     pace = f"at {args.speed:g}× real time" if args.speed else "as fast as possible"
     say(
         f"simulated Pupil Capture: Pupil Remote at {sim.remote_address} (SUB_PORT {sim.ports.sub}, "
-        f"PUB_PORT {sim.ports.pub}), playing {rec.name} {pace}{', in a loop' if args.loop else ''}",
+        f"PUB_PORT {sim.ports.pub}), playing {rec.name} {pace}{', in a loop' if args.loop else ''}"
+        + "".join(f"; {x.describe()}" for x in left_out if x.describe()),
     )
     try:
         while not done.is_set():

@@ -24,6 +24,9 @@ from .parsing import POSITIVE, number
 FEATURES_TOPIC = "streamdp.features."
 GAZE_TOPIC = "streamdp.gaze."
 
+#: it reads no configuration field
+READS: tuple[str, ...] = ()
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(

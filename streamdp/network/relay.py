@@ -150,6 +150,10 @@ class Relay:
         session.pacing = session.pacing or FeedPacing()
         #: the deployment check's runs (``watch.report``: the latest; ``watch.on_report``: its hook)
         self.watch = None if deployment_check is None else DeploymentWatch(deployment_check)
+        #: called at each failed attempt to reach Pupil Remote with the reason and the attempts since
+        #: the relay was last connected (1, 2, …); it may raise to end :meth:`run`. Without it, each
+        #: attempt is logged as a warning
+        self.on_waiting: Callable[[Exception, int], None] | None = None
 
     @property
     def counters(self) -> SessionCounters:
@@ -258,16 +262,21 @@ class Relay:
     def run(self) -> SessionCounters:
         """Relay until :meth:`stop`. Returns the counters."""
         backoff = 0.1
+        attempts = 0
         last_status = time.monotonic()
         try:
             while not self._stop.is_set():
                 if self._sub is None:
                     try:
                         self._connect()
-                        backoff = 0.1
+                        backoff, attempts = 0.1, 0
                     except (RemoteUnavailable, ValueError) as exc:
-                        log.warning("%s; retrying in %.1f s", exc, backoff)
+                        attempts += 1
                         self._disconnect()
+                        if self.on_waiting is None:
+                            log.warning("%s; retrying in %.1f s", exc, backoff)
+                        else:
+                            self.on_waiting(exc, attempts)
                         self._stop.wait(backoff)
                         backoff = min(backoff * 2, 5.0)
                         continue

@@ -6,15 +6,23 @@ going backwards (refused naming the row; only Capture's ``.pldata`` gaze, interl
 sorted within a tolerance), at least one valid gaze sample, and side streams (pupil, blinks) that
 overlap the gaze. A damaged stream is refused naming its file; an optional stream that is absent is
 skipped with a logged warning and shows in the :class:`~streamdp.gaze.Recording` (diameters NaN in
-unit ``"none"``, ``blinks`` None).
+unit ``"none"``, ``blinks`` None). :func:`read_recording` also holds the gaze to the public
+plausibility bounds (:mod:`streamdp.plausibility`): what breaks them is counted as invalid and
+said in one line (or handed to the caller, who says it), and gaze of which nothing plausible is
+left is refused naming the file.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InputError
 from ..gaze import Recording
+from ..plausibility import Implausible, within_bounds
+from ._checks import require_valid_gaze
 from .angles import read_angles_csv
 from .generic import read_gaze_csv
 from .neon import read_neon_cloud_export, read_neon_native
@@ -30,6 +38,7 @@ from .pupil import iter_pldata, iter_pldata_gaze_columns, read_pldata_gaze, read
 __all__ = [
     "iter_pldata",
     "iter_pldata_gaze_columns",
+    "plausible_recording",
     "read_angles_csv",
     "read_blinks_csv",
     "read_fixations_csv",
@@ -44,22 +53,56 @@ __all__ = [
     "read_recording",
 ]
 
+log = logging.getLogger(__name__)
+
 
 def _csv_header(path: Path) -> str:
     with open(path, errors="replace") as fh:
         return fh.readline()
 
 
-def read_recording(path: str | Path) -> Recording:
-    """Open any recording streamdp knows, deciding the format from what the path holds.
+def plausible_recording(
+    rec: Recording, where: str | Path, report: Callable[[Implausible], object] | None = None
+) -> Recording:
+    """``rec`` with its gaze held to the public plausibility bounds
+    (:func:`~streamdp.plausibility.within_bounds`); what was left out goes to ``report``, or, without
+    one, is logged as one warning naming ``where``.
+
+    Raises
+    ------
+    InputError
+        No valid gaze is left (named with ``where`` and what was left out).
+    """
+    gaze, left_out = within_bounds(rec.gaze)
+    if report is not None:
+        report(left_out)
+    if not (left_out.samples or left_out.diameters):
+        return rec
+    if left_out.samples:
+        try:
+            require_valid_gaze(gaze, str(where))
+        except InputError:
+            raise InputError(f"{where}: no plausible gaze left: {left_out.describe()}") from None
+    if report is None:
+        log.warning("%s: %s", where, left_out.describe())
+    return replace(rec, gaze=gaze)
+
+
+def read_recording(path: str | Path, *, report: Callable[[Implausible], object] | None = None) -> Recording:
+    """Open any recording streamdp knows, deciding the format from what the path holds, its gaze
+    held to the public plausibility bounds (:func:`plausible_recording`: what they leave out goes to
+    ``report``, else to one logged warning).
 
     Raises
     ------
     InputError
         The path does not exist or holds no format streamdp reads (the message lists them), or
-        what it holds is damaged or implausible (see each reader).
+        what it holds is damaged or implausible (see each reader), or nothing plausible is left.
     """
-    p = Path(path)
+    return plausible_recording(_read_recording(Path(path)), path, report)
+
+
+def _read_recording(p: Path) -> Recording:
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
     if p.is_dir():

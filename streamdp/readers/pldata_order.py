@@ -13,8 +13,9 @@ farther back ("late") is what the whole-file reader refuses.
 It checks as it goes what the whole-file reader checks at the end, and where it finds something
 that reader refuses, or might (a late datum, a damaged record, an implausible sampling rate, no
 usable gaze, a count that disagrees with ``_timestamps.npy``, a first gaze datum whose topic names
-no detector), it raises :class:`NotStreamable`: the caller reads the file whole, which refuses it
-in its own words (or, in the cases it cannot decide here, reads it).
+no detector, gaze beyond the public plausibility bounds of :mod:`streamdp.plausibility`), it raises
+:class:`NotStreamable`: the caller reads the file whole, which refuses it in its own words (or, in
+the cases it cannot decide here, reads it; implausible gaze it counts and says).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from numpy.typing import NDArray
 
 from ..errors import InputError
 from ..gaze import DiameterUnit, GazeColumns
+from ..plausibility import MAX_GAP_S, MAX_SAMPLES_PER_SECOND, implausible
 from ._checks import MAX_RATE_HZ, MIN_RATE_HZ, PLDATA_REORDER_TOLERANCE
 from ._pldata_blocks import BLOCK_BYTES
 
@@ -129,11 +131,13 @@ class OrderedPldataGaze:
         self.unit: DiameterUnit | None = None
         self._usable = False
         self._steps = _StepCounts()
+        self._second = (math.nan, 0)  # the second of the last sample released, and its samples so far
 
     def __iter__(self) -> Iterator[GazeColumns]:
         from .pupil import iter_pldata_gaze_columns
 
         self.count, self.late, self._usable, self._steps = 0, 0, False, _StepCounts()
+        self._second = (math.nan, 0)
         held = GazeColumns.empty()
         newest = -math.inf
         try:
@@ -170,6 +174,7 @@ class OrderedPldataGaze:
     def _release(self, cols: GazeColumns) -> GazeColumns:
         assert self.unit is not None
         batch = cols.to_batch(self.unit, str(self.path))  # the whole-file reader's row checks
+        self._check_plausible(batch.t, batch.x, batch.y, batch.diameter, batch.diameter_unit)
         if self.count == 0:
             self.first = float(batch.t[0])
         self.last = float(batch.t[-1])
@@ -177,6 +182,25 @@ class OrderedPldataGaze:
         self._usable = self._usable or bool(np.any(batch.valid & (batch.confidence > 0.0)))
         self._steps.add(batch.t)
         return GazeColumns.from_batch(batch)
+
+    def _check_plausible(
+        self, t: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64], d: NDArray[np.float64], unit: str
+    ) -> None:
+        """Refuse to stream gaze beyond the public plausibility bounds, here or across the blocks
+        released before (the whole-file reader counts it and says so)."""
+        gap = self.count > 0 and float(t[0]) - self.last > MAX_GAP_S
+        second, seen = self._second
+        same = np.floor(t) == second
+        if np.all(same):
+            self._second = (second, seen + len(t))
+        else:
+            last = np.floor(t[-1])
+            self._second = (last, int(np.count_nonzero(np.floor(t) == last)))
+        crowded = (
+            seen + int(np.count_nonzero(same)) > MAX_SAMPLES_PER_SECOND or self._second[1] > MAX_SAMPLES_PER_SECOND
+        )
+        if gap or crowded or any(bool(m.any()) for m in implausible(t, x, y, d, unit)):
+            raise NotStreamable(f"{self.path}: gaze beyond the public plausibility bounds")
 
     def _finish(self) -> None:
         if self.count == 0:
