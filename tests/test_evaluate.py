@@ -189,3 +189,22 @@ def test_the_eye_camera_signal_finds_saccades_where_the_degree_thresholds_find_n
         pupil = slice(21, 25)
         outside = (rows[:, pupil] < profile.lo[pupil]) | (rows[:, pupil] > profile.hi[pupil])
         assert bool(outside.all(axis=0).any()) is clipped
+
+
+def test_postprocess_adds_rows_marked_in_a_column_on_the_same_releases(study):
+    grid = [GridPoint("none", 0.0, 16), GridPoint("dcfpa", 25.0, 16), GridPoint("steil", 25.0, 16)]
+    rows = evaluate(study, grid, progress=False, postprocess=True)
+    assert {r["postprocess"] for r in rows} == {"no", "yes"}
+    marked = {(r["mechanism"], r["postprocess"]) for r in rows}
+    # no noise and a mechanism without a stated noise model: as released only
+    assert marked == {("none", "no"), ("dcfpa", "no"), ("dcfpa", "yes"), ("steil", "no")}
+    plain = evaluate(study, grid[:2], progress=False)
+    assert {r["postprocess"] for r in plain} == {"no"}
+    # the rows without post-processing are those of a run without the option
+    same = [r for r in rows if r["postprocess"] == "no" and r["mechanism"] != "steil"]
+    assert json.dumps(same) == json.dumps(plain)
+    table = markdown_table(rows)
+    assert "post-processed" in table and "| dcfpa | 16 | 25 | 25 | yes |" in table
+    assert "post-processed" not in markdown_table(plain)
+    with pytest.raises(TypeError, match="postprocess"):
+        evaluate(study, grid, progress=False, postprocess="yes")

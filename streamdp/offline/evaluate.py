@@ -51,7 +51,9 @@ from .classify import (
     task_classification,
 )
 from .manifest import read_manifest, read_manifest_rows
+from .postprocessed import post_processor, postprocess_parts
 from .splits import chunked_split, cross_session_folds, lopo_splits
+from .synthetic_study import synthetic_study
 
 __all__ = [
     "CLASSIFIERS", "EVALUATE_MECHANISMS", "REID_SPLITS", "GridPoint", "LabelledRecording", "Released",
@@ -90,35 +92,6 @@ class LabelledRecording:
         if column in ("task", "participant"):
             return str(getattr(self, column))
         return self.labels[column]
-
-
-def synthetic_study(
-    people: int = 6, seconds: float = 240.0, seed: int = 0, signal: str = "scene-deg"
-) -> list[tuple[Recording, str, str]]:
-    """Each synthetic person reads and searches once (two tasks): scene-camera gaze in degrees
-    (:func:`~streamdp.synthetic.generate`, 120 Hz) or, for ``signal="eye-camera-norm"``,
-    eye-camera pupil positions (:func:`~streamdp.synthetic.generate_eye_camera`, 30 Hz).
-
-    Raises
-    ------
-    ValueError
-        An unknown signal.
-    """
-    from ..signals import get_signal
-    from ..synthetic import Task, generate, generate_eye_camera
-
-    eye = get_signal(signal).settings["units"] == "norm"
-    out: list[tuple[Recording, str, str]] = []
-    for p in range(people):
-        tasks: tuple[Task, Task] = ("reading", "search")
-        for j, task in enumerate(tasks):
-            s = seed * 1000 + 2 * p + j
-            if eye:
-                rec = generate_eye_camera(duration=seconds, seed=s, person=p, task=task).recording
-            else:
-                rec = generate(duration=seconds, rate=120.0, seed=s, person=p, task=task).recording
-            out.append((rec, f"P{p}", task))
-    return out
 
 
 def feature_signals(
@@ -278,6 +251,7 @@ class EvaluationPlan:
     splits: tuple[str, ...] = ("chunked",)
     reid_every: int = 5
     task_every: int = 10
+    postprocess: bool = False
 
 
 def evaluate(
@@ -291,8 +265,9 @@ def evaluate(
     tasks: Sequence[str] = ("task",),
     splits: Sequence[str] = ("chunked",),
     workers: int = 1,
+    postprocess: bool = False,
 ) -> list[dict[str, Any]]:
-    """One row per grid point × noise seed × metric × target × classifier × voting.
+    """One row per grid point × noise seed × metric × target × classifier × voting × post-processing.
 
     Repetition j sanitizes recording i with seed ``seed + j·len(recs) + i`` (no two share
     noise) and seeds the classifiers with j. Utility rows have one row per task label (target =
@@ -300,11 +275,16 @@ def evaluate(
     ``workers > 1`` runs the jobs on that many local processes; the rows come back in job
     order whatever the order they finish in.
 
+    Every row says ``postprocess``: ``"no"`` for the releases as made; with ``postprocess=True``
+    a point whose mechanism has a stated noise model (:data:`streamdp.postprocess.SUPPORTED_MECHANISMS`)
+    also gets its rows measured on the same releases post-processed (``"yes"``:
+    :mod:`streamdp.offline.postprocessed`; no ε is spent).
+
     Raises
     ------
     TypeError, ValueError
         A grid point's configuration is refused, an unknown split, a task column some recording
-        lacks, ``seeds`` or ``workers`` below 1 (all checked before any work).
+        lacks, ``seeds`` or ``workers`` below 1, ``postprocess`` not a bool (all checked before any work).
     """
     base = config or SessionConfig()
     for point in grid:
@@ -314,6 +294,8 @@ def evaluate(
             raise TypeError(f"{name} must be an int, got {v!r}")
         if v < 1:
             raise ValueError(f"{name} must be ≥ 1, got {v!r}")
+    if not isinstance(postprocess, bool):
+        raise TypeError(f"postprocess must be a bool, got {postprocess!r}")
     for split in splits:
         if split not in REID_SPLITS:
             raise ValueError(f"split must be one of {', '.join(REID_SPLITS)}, got {split!r}")
@@ -321,7 +303,7 @@ def evaluate(
         lacking = [r.name for r in recs if column not in ("task", "participant") and column not in r.labels]
         if lacking:
             raise ValueError(f"task column {column!r} is missing for {', '.join(lacking[:3])}")
-    plan = EvaluationPlan(tuple(tasks), tuple(splits))
+    plan = EvaluationPlan(tuple(tasks), tuple(splits), postprocess=postprocess)
     jobs = [(point, seed + j * len(recs), j) for point in grid for j in range(seeds)]
     results: dict[int, list[dict[str, Any]]] = {}
     if workers == 1 or len(jobs) == 1:
@@ -351,14 +333,29 @@ def _run_job(point: GridPoint, noise_seed: int, repetition: int) -> list[dict[st
     config: SessionConfig = _JOB["config"]
     plan: EvaluationPlan = _JOB["plan"]
     parts = sanitize(recs, point.mechanism, point.epsilon, point.chunk_length, noise_seed, config)
+    base = {"mechanism": point.mechanism, "epsilon": point.epsilon, "epsilon_chunk": point.epsilon_chunk(config),
+            "chunk_length": point.chunk_length, "seed": repetition}
+    window = config.window_config().window
+    variants = [("no", parts)]
+    processor = post_processor(point.config(config)) if plan.postprocess and point.mechanism in MECHANISMS else None
+    if processor is not None:
+        variants.append(("yes", postprocess_parts(parts, processor, window)))
+    rows: list[dict[str, Any]] = []
+    for label, variant in variants:
+        rows += _measure(variant, recs, point, config, plan, {**base, "postprocess": label}, window)
+    return rows
+
+
+def _measure(
+    parts: list[Released],
+    recs: list[LabelledRecording],
+    point: GridPoint,
+    config: SessionConfig,
+    plan: EvaluationPlan,
+    base: dict[str, Any],
+    window: float,
+) -> list[dict[str, Any]]:
     people = [r.participant for r in recs]
-    base = {
-        "mechanism": point.mechanism,
-        "epsilon": point.epsilon,
-        "epsilon_chunk": point.epsilon_chunk(config),
-        "chunk_length": point.chunk_length,
-        "seed": repetition,
-    }
     nan = float("nan")
     rows: list[dict[str, Any]] = []
     if point.mechanism != "none":
@@ -368,12 +365,11 @@ def _run_job(point: GridPoint, noise_seed: int, repetition: int) -> list[dict[st
                          "value": u, "chance": nan})
     measured = []
     for split in plan.splits:
-        window = config.window_config().window
-        result = reidentification(parts, people, split=split, window=window, every=plan.reid_every, seed=repetition)
+        result = reidentification(parts, people, split=split, window=window, every=plan.reid_every, seed=base["seed"])
         measured.append(("reidentification", split, result, 1.0 / len(set(people))))
     for column in plan.tasks:
         labels = [r.label(column) for r in recs]
-        result = task_classification(parts, people, labels, every=plan.task_every, seed=repetition)
+        result = task_classification(parts, people, labels, every=plan.task_every, seed=base["seed"])
         measured.append(("task", column, result, 1.0 / len(set(labels))))
     for metric, target, result, chance in measured:
         for clf, (acc, voted) in result.items():

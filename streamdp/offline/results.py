@@ -131,8 +131,8 @@ def staged_folder(out: Path, *, overwrite: bool = False, option: str = "--out") 
 
 #: the columns of results.csv and results.parquet, in order
 RESULT_KEYS = (
-    "mechanism", "chunk_length", "epsilon", "epsilon_chunk", "seed", "metric", "target", "classifier", "voting",
-    "value", "chance",
+    "mechanism", "chunk_length", "epsilon", "epsilon_chunk", "postprocess", "seed", "metric", "target", "classifier",
+    "voting", "value", "chance",
 )
 
 
@@ -147,7 +147,7 @@ def write_results(
     with open(out_dir / "results.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
-        w.writerows({k: r[k] for k in keys} for r in rows)
+        w.writerows({k: r.get(k, "no") if k == "postprocess" else r[k] for k in keys} for r in rows)
     (out_dir / "results.json").write_text(json.dumps(rows, indent=1))
     (out_dir / "results.md").write_text(markdown_table(rows))
     written = [out_dir / "results.csv", out_dir / "results.md"]
@@ -160,7 +160,8 @@ def write_results(
     except ImportError:
         pass  # Parquet is written where the parquet extra is installed
     else:
-        pq.write_table(pa.table({k: [r[k] for r in rows] for k in keys}), out_dir / "results.parquet")
+        columns = {k: [r.get(k, "no") if k == "postprocess" else r[k] for r in rows] for k in keys}
+        pq.write_table(pa.table(columns), out_dir / "results.parquet")
         written.append(out_dir / "results.parquet")
     return [*written, *plot_results(rows, out_dir)]
 
@@ -203,13 +204,16 @@ def _targets(rows: list[dict[str, Any]], metric: str) -> list[str]:
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """Per setting: utility (mean over task labels) and the accuracy averaged over the four
     classifiers, with majority voting and per sample, each as mean ± sd over noise seeds; then
-    utility per task label."""
-    settings = sorted({(r["mechanism"], r["chunk_length"], r["epsilon"]) for r in rows})
+    utility per task label. Rows measured on post-processed releases (``postprocess == "yes"``)
+    get their own lines, marked in a ``post-processed`` column shown only when there are some."""
+    rows = [r if "postprocess" in r else {**r, "postprocess": "no"} for r in rows]
+    post = any(r["postprocess"] == "yes" for r in rows)
+    settings = sorted({(r["mechanism"], r["chunk_length"], r["epsilon"], r["postprocess"]) for r in rows})
     chunk_eps = {(r["mechanism"], r["chunk_length"], r["epsilon"]): r.get("epsilon_chunk") for r in rows}
     columns = [("reidentification", t) for t in _targets(rows, "reidentification")]
     columns += [("task", t) for t in _targets(rows, "task")]
     seeds = len({r["seed"] for r in rows})
-    head = ["mechanism", "n", "ε", "ε per chunk", "utility 1/|NMSE|"]
+    head = ["mechanism", "n", "ε", "ε per chunk", *(["post-processed"] if post else []), "utility 1/|NMSE|"]
     for metric, target in columns:
         name = f"re-id {target}" if metric == "reidentification" else target
         head += [f"{name} (voting)", f"{name} per sample"]
@@ -219,10 +223,11 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
     ]
-    for m, n, e in settings:
-        at = {"mechanism": m, "chunk_length": n, "epsilon": e}
+    for m, n, e, pp in settings:
+        at = {"mechanism": m, "chunk_length": n, "epsilon": e, "postprocess": pp}
         ec = chunk_eps[m, n, e]
         cells = [m, str(n), "–" if m == "none" else f"{e:g}", f"{ec:g}" if ec is not None and np.isfinite(ec) else "–"]
+        cells += [pp] if post else []
         cells.append("–" if m == "none" else _pm(seed_stats(rows, **at, metric="utility"), -1))
         for metric, target in columns:
             for voting in ("yes", "no"):
@@ -235,19 +240,22 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     lines += ["", "Chance: " + ", ".join(said) + "."]
     labels = _targets(rows, "utility")
     if labels:
-        lines += ["", "Utility per task label:", "", "| mechanism | n | ε | " + " | ".join(labels) + " |",
-                  "|" + "---|" * (3 + len(labels))]
-        for m, n, e in settings:
+        extra = " post-processed |" if post else ""
+        lines += ["", "Utility per task label:", "", f"| mechanism | n | ε |{extra} " + " | ".join(labels) + " |",
+                  "|" + "---|" * (3 + post + len(labels))]
+        for m, n, e, pp in settings:
             if m != "none":
-                at = {"mechanism": m, "chunk_length": n, "epsilon": e, "metric": "utility"}
+                at = {"mechanism": m, "chunk_length": n, "epsilon": e, "postprocess": pp, "metric": "utility"}
                 cells = [_pm(seed_stats(rows, **at, target=label), -1) for label in labels]
-                lines.append(f"| {m} | {n} | {e:g} | " + " | ".join(cells) + " |")
+                lines.append(f"| {m} | {n} | {e:g} |{f' {pp} |' if post else ''} " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def plot_results(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     """One plot per measure against ε, one line per mechanism and chunk length, error bars of one
-    sd over the noise seeds; no noise dotted and chance dashed."""
+    sd over the noise seeds; no noise dotted and chance dashed. Of the releases as made: rows
+    measured after post-processing are in the tables, not in the plots."""
+    rows = [r for r in rows if r.get("postprocess", "no") == "no"]
     import matplotlib
 
     matplotlib.use("Agg")

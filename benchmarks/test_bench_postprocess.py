@@ -1,0 +1,53 @@
+"""Post-processing cost (issue #21: ≤ 10 µs per 64 × 52 chunk): one chunk smoothed and made
+consistent (:mod:`streamdp.postprocess`), against ``np.clip`` of the same array to its public
+bounds, the least any consistency step does (ratio in one run: the absolute figure depends on the
+machine)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamdp.postprocess import PostProcessor
+from streamdp.privacy import dcfpa, default_profile, secure_generator
+
+GROUP = "post-processing: one 64×52 DCFPA chunk smoothed and made consistent / np.clip of it"
+
+
+@pytest.fixture(scope="module")
+def released():
+    b = default_profile()
+    mech = dcfpa(epsilon=25.0, bounds=b, chunk_length=64)
+    rng = np.random.default_rng(0)
+    walk = np.cumsum(rng.uniform(-1, 1, (64, 52)) * b.step_bound * 0.5, axis=0)
+    chunk = np.clip((b.lo + b.hi) / 2 + walk, b.lo, b.hi)
+    values = mech.privatize(chunk, secure_generator(0)).values
+    return mech, b, values
+
+
+def test_postprocess_chunk_64x52(benchmark, released):
+    mech, b, values = released
+    pp = PostProcessor(ledger={**mech.describe(), "bounds_digest": b.digest()}, bounds=b)
+    _, state = pp(values)
+    benchmark.group = GROUP
+    benchmark.extra_info.update(role="candidate", target="(target: <= 10 µs per chunk)")
+    out, _ = benchmark(pp, values, state)
+    assert out.shape == (64, 52)
+
+
+def test_postprocess_chunk_64x52_smoothing_only(benchmark, released):
+    mech, b, values = released
+    pp = PostProcessor(ledger={**mech.describe(), "bounds_digest": b.digest()}, bounds=b, consistent=False)
+    _, state = pp(values)
+    benchmark.group = "post-processing: smoothing only"
+    benchmark.extra_info.update(target="(part of the 10 µs)")
+    out, _ = benchmark(pp, values, state)
+    assert out.shape == (64, 52)
+
+
+def test_clip_chunk_64x52(benchmark, released):
+    _, b, values = released
+    benchmark.group = GROUP
+    benchmark.extra_info.update(role="baseline", note="np.clip of the same chunk to its public bounds")
+    out = benchmark(np.clip, values, b.lo, b.hi)
+    assert out.shape == (64, 52)

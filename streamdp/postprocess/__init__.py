@@ -1,0 +1,292 @@
+"""Post-processing of released chunks for free accuracy: differential privacy is closed under it.
+
+Whatever a function of the releases alone computes costs no ε (it never touches the gaze), so
+apps and the evaluation may apply it to every :class:`~streamdp.privacy.release.PrivateRelease`
+or :class:`~streamdp.network.client.ReceivedRelease`. Two steps, each optional:
+
+1. **Smoothing across consecutive chunks** (``smooth=True``): a Kalman filter per feature on the
+   chunk's level (its mean over the steps). The observation noise is the variance the ledger's
+   mechanism gives the level (:func:`noise_model`, from the ledger's public parameters and the
+   public bounds); the state is assumed to drift slowly, a random walk whose change per chunk has
+   the standard deviation ``drift × (hi − lo)`` (an assumption about the data, public, stated
+   here: features of the same person and activity change slowly between chunks; a switch of
+   activity is followed within a few chunks). Only the level moves: each step keeps its released
+   offset from the chunk mean. A gap of ``g`` chunks adds ``g`` times the drift variance.
+2. **Consistency** (``consistent=True``): the chunk projected onto the public facts of
+   :data:`CONSTRAINTS` (bounds, non-negativity, fractions in [0, 1], rates and fractions that add
+   up, range = max − min, mean ≤ max), weighted by the inverse noise variance. A chunk that
+   already meets every fact comes back unchanged, bit for bit.
+
+A feature the weights profile dropped (released as its public constant, ledger
+``dropped_features``) is left exactly as released by both steps.
+
+Examples
+--------
+>>> import numpy as np
+>>> from streamdp.privacy import dcfpa, default_profile, secure_generator
+>>> from streamdp.stages.chunker import Chunk
+>>> from streamdp.stages.privatizer import Privatizer
+>>> priv = Privatizer(dcfpa(epsilon=52.0, bounds=default_profile(), chunk_length=8), rng=secure_generator(0))
+>>> rels = priv.update([Chunk(np.arange(8) * 0.5 + 4 * i, np.full((8, 52), 0.1)) for i in range(3)])
+>>> out = postprocess(rels)
+>>> len(out), out[0].shape, bool((out[2] >= 0).all())
+(3, (8, 52), True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..privacy.bounds import BoundsProfile
+from ._constraints import CONSTRAINTS, Projection, make_projection
+from ._noise import SUPPORTED_MECHANISMS, NoiseModel, noise_model
+
+__all__ = ["CONSTRAINTS", "DEFAULT_DRIFT", "SUPPORTED_MECHANISMS", "FilterState", "NoiseModel", "PostProcessor",
+           "noise_model", "postprocess"]
+
+_F64 = NDArray[np.float64]
+
+#: the assumed standard deviation of a feature's change of level between consecutive chunks, as a
+#: fraction of its public range: chosen on public synthetic people (docs/postprocess.md)
+DEFAULT_DRIFT = 0.02
+
+
+@dataclass(frozen=True, eq=False)
+class FilterState:
+    """The smoother's state after a chunk: the level estimate and its variance per feature."""
+
+    estimate: _F64
+    variance: _F64
+
+
+class PostProcessor:
+    """Post-processing of one configuration's releases (see the module docstring).
+
+    Parameters
+    ----------
+    ledger : mapping
+        A release's ledger entry: names the mechanism, its public parameters and the bounds digest.
+    bounds : BoundsProfile, optional
+        The public bounds the ledger's ``bounds_digest`` names; default the shipped profile of
+        the ledger's ``weights``.
+    drift : float, default DEFAULT_DRIFT
+        Assumed standard deviation of a level's change per chunk, as a fraction of ``hi − lo``;
+        finite and > 0. Smaller smooths more.
+    smooth, consistent : bool, default True
+        Which steps to run.
+
+    Raises
+    ------
+    TypeError
+        A parameter of the wrong type (named).
+    ValueError
+        ``drift`` not finite and > 0; the ledger names an unsupported mechanism or lacks a
+        parameter; ``bounds`` is not the profile the ledger's digest names.
+
+    Examples
+    --------
+    >>> from streamdp.privacy import LPA, default_profile
+    >>> ledger = {**LPA(epsilon=52.0, bounds=default_profile(), chunk_length=4).describe(),
+    ...           "bounds_digest": default_profile().digest()}
+    >>> pp = PostProcessor(ledger=ledger)
+    >>> out, state = pp(np.full((4, 52), -1.0))
+    >>> float(out.min()), state.estimate.shape
+    (0.0, (52,))
+    >>> PostProcessor(ledger=ledger, drift=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: drift must be finite and > 0, got 0
+    >>> pp.drift = 1.0
+    Traceback (most recent call last):
+    ...
+    AttributeError: PostProcessor is immutable: cannot set 'drift'
+    """
+
+    __slots__ = ("_mean_weights", "_process", "_projection", "consistent", "drift", "noise", "smooth")
+
+    noise: NoiseModel
+    drift: float
+    smooth: bool
+    consistent: bool
+    _projection: Projection
+    _process: _F64
+    _mean_weights: _F64
+
+    def __init__(
+        self,
+        *,
+        ledger: Mapping[str, Any],
+        bounds: BoundsProfile | None = None,
+        drift: float = DEFAULT_DRIFT,
+        smooth: bool = True,
+        consistent: bool = True,
+    ) -> None:
+        for name, flag in (("smooth", smooth), ("consistent", consistent)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {flag!r}")
+        if isinstance(drift, bool) or not isinstance(drift, (int, float)):
+            raise TypeError(f"drift must be a real number, got {drift!r}")
+        if not (np.isfinite(drift) and drift > 0):
+            raise ValueError(f"drift must be finite and > 0, got {drift!r}")
+        model = noise_model(ledger, bounds)
+        b = model.bounds
+        released = model.released
+        settings = {
+            "noise": model,
+            "drift": float(drift),
+            "smooth": smooth,
+            "consistent": consistent,
+            "_projection": make_projection(b.lo, b.hi, model.step_variance, released),
+            "_process": _frozen((drift * b.width) ** 2),
+            "_mean_weights": _frozen(np.full(model.chunk_length, 1.0 / model.chunk_length)),
+        }
+        for key, value in settings.items():
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"PostProcessor is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"PostProcessor is immutable: cannot delete {name!r}")
+
+    def __repr__(self) -> str:
+        return (f"PostProcessor(mechanism={self.noise.mechanism!r}, chunk_length={self.noise.chunk_length}, "
+                f"drift={self.drift!r}, smooth={self.smooth!r}, consistent={self.consistent!r})")
+
+    def __call__(
+        self, values: _F64, state: FilterState | None = None, *, gap: int = 1
+    ) -> tuple[_F64, FilterState | None]:
+        """One chunk ``values`` (n, F) post-processed, and the smoother's state to pass with the
+        next chunk (None when not smoothing). ``state=None`` starts the filter afresh; ``gap``:
+        chunks since the state's chunk (≥ 1; consecutive chunks: 1).
+
+        Raises
+        ------
+        TypeError
+            ``values`` is not a float array, ``state`` not a FilterState or None, ``gap`` not an int.
+        ValueError
+            ``values`` is not a finite (chunk_length, F) array; ``gap`` < 1.
+        """
+        x = _check_values(values, self.noise.chunk_length, self.noise.released.size)
+        if state is not None and not isinstance(state, FilterState):
+            raise TypeError(f"state must be a FilterState or None, got {type(state).__name__}")
+        if isinstance(gap, bool) or not isinstance(gap, int):
+            raise TypeError(f"gap must be an int, got {gap!r}")
+        if gap < 1:
+            raise ValueError(f"gap must be ≥ 1, got {gap!r}")
+        out: _F64 = x
+        if self.smooth:
+            out, state = self._smooth(x, state, gap)
+        else:
+            state = None
+        if self.consistent:
+            out = self._projection.apply(out)
+        elif out is x:
+            out = x.copy()
+        return out, state
+
+    def _smooth(self, x: _F64, state: FilterState | None, gap: int) -> tuple[_F64, FilterState]:
+        level = self._mean_weights @ x
+        if state is None:
+            return x.copy(), FilterState(level, self.noise.level_variance)
+        prior = state.variance + (self._process if gap == 1 else self._process * gap)
+        gain = prior / (prior + self.noise.level_variance)
+        # the correction of the level: 0 exactly for a dropped feature (observation variance 0:
+        # gain 1), which is never moved
+        delta = (state.estimate - level) * (1.0 - gain)
+        return x + delta, FilterState(level + delta, (1.0 - gain) * prior)
+
+    def project(self, values: _F64) -> _F64:
+        """Consistency only: ``values`` (n, F) projected onto the public facts, as a new array.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`__call__`.
+        """
+        x = _check_values(values, None, self.noise.released.size)
+        return self._projection.apply(x)
+
+    def violation(self, values: _F64) -> float:
+        """The largest violation of a public fact by ``values``, in units of its tolerance (≤ 1:
+        consistent)."""
+        return self._projection.violation(_check_values(values, None, self.noise.released.size))
+
+    def run(self, releases: Iterable[Any]) -> list[_F64]:
+        """Every release of one stream post-processed in order; a gap in ``chunk_index`` counts
+        as that many chunks of drift.
+
+        Raises
+        ------
+        TypeError
+            An item has no ``values`` and ``ledger`` (not a release).
+        ValueError
+            A release of another configuration (its ledger names other public parameters), or
+            chunk indices that do not increase.
+        """
+        out: list[_F64] = []
+        state: FilterState | None = None
+        last: int | None = None
+        for i, rel in enumerate(releases):
+            if not (hasattr(rel, "values") and isinstance(getattr(rel, "ledger", None), Mapping)):
+                raise TypeError(f"releases[{i}] must be a release (values and ledger), got {type(rel).__name__}")
+            led = rel.ledger
+            for key, want in self.noise.ledger_keys.items():
+                if led.get(key) != want:
+                    raise ValueError(f"releases[{i}]: ledger {key} {led[key]!r} is not this post-processor's")
+            index = led.get("chunk_index")
+            gap = 1 if last is None or index is None else int(index) - last
+            if gap < 1:
+                raise ValueError(f"releases[{i}]: chunk_index {index!r} does not follow {last!r}")
+            values, state = self(np.asarray(rel.values, dtype=np.float64), state, gap=gap)
+            out.append(values)
+            last = None if index is None else int(index)
+        return out
+
+
+def _frozen(a: NDArray[Any]) -> _F64:
+    out = np.array(a, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
+def _check_values(values: object, n: int | None, n_features: int) -> _F64:
+    if not isinstance(values, np.ndarray) or values.dtype.kind != "f":
+        raise TypeError(f"values must be a float array, got {type(values).__name__} {getattr(values, 'dtype', '')}")
+    if values.ndim != 2 or values.shape[1] != n_features or (n is not None and values.shape[0] != n):
+        want = f"({n if n is not None else 'n'}, {n_features})"
+        raise ValueError(f"values must have shape {want}, got {values.shape}")
+    if not np.isfinite(values).all():
+        raise ValueError("values must be finite")
+    return values if values.dtype == np.float64 else values.astype(np.float64)
+
+
+def postprocess(
+    releases: Iterable[Any],
+    *,
+    bounds: BoundsProfile | None = None,
+    drift: float = DEFAULT_DRIFT,
+    smooth: bool = True,
+    consistent: bool = True,
+) -> list[_F64]:
+    """The values of a stream of releases (of one configuration, in order) post-processed: a
+    :class:`PostProcessor` built from the first release's ledger, run over all of them.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :class:`PostProcessor` and :meth:`PostProcessor.run`.
+    """
+    items = list(releases)
+    if not items:
+        return []
+    first = items[0]
+    if not isinstance(getattr(first, "ledger", None), Mapping):
+        raise TypeError(f"releases[0] must be a release (values and ledger), got {type(first).__name__}")
+    pp = PostProcessor(ledger=first.ledger, bounds=bounds, drift=drift, smooth=smooth, consistent=consistent)
+    return pp.run(items)
