@@ -59,6 +59,8 @@ ROWS = [
      r"^streamdp relay: error: --pupil-remote serves apps of Pupil Capture: it needs Capture \(not --neon\)"),
     ("pupil-remote-is-capture", ["relay", "--pupil-remote", "tcp://127.0.0.1:50020"], 2,
      r"^streamdp relay: error: streamdp's Pupil Remote \(tcp://127\.0\.0\.1:50020\) cannot be Capture's"),
+    ("evaluate-gaze-postprocess", ["evaluate", "--channel", "gaze", "--postprocess"], 2,
+     r"^streamdp evaluate: error: --channel=gaze and --postprocess contradict each other"),
     ("relay-remote-foo", ["relay", "--remote", "foo"], 2,
      r"^streamdp relay: error: foo: not an address to connect to \(give e\.g\. tcp://127\.0\.0\.1:50020\)"),
     ("remote-port", ["relay", "--remote", "tcp://127.0.0.1:99999"], 2,

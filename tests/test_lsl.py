@@ -183,3 +183,40 @@ def test_seeded_noise_is_refused_by_default(released):
 def test_bad_arguments_are_refused(kwargs, error):
     with pytest.raises(error):
         LslOutlet(**kwargs)
+
+
+def test_the_relay_publishes_its_gaze_ticks_on_lsl_with_the_lsl_option(tmp_path):
+    """``streamdp relay --lsl --gaze-channel`` against the simulated Capture: an inlet resolves the
+    relay's Gaze stream and receives ticks on the 60 Hz grid, mapped to the LSL clock."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from streamdp.network.simulator import CaptureSimulator
+    from streamdp.synthetic import generate
+
+    def free() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+
+    with CaptureSimulator(generate(duration=20.0, seed=1).recording, speed=1.0, loop=True) as sim:
+        relay = subprocess.Popen(
+            [sys.executable, "-m", "streamdp.cli", "relay", "--remote", sim.remote_address, "--lsl", "--gaze-channel",
+             "--bind", f"tcp://127.0.0.1:{free()}", "--status-bind", f"tcp://127.0.0.1:{free()}"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        try:
+            infos = pylsl.resolve_bypred("name='streamdp-gaze' and type='Gaze'", 1, 20.0)
+            assert infos, "the relay's Gaze stream was not found"
+            inlet = pylsl.StreamInlet(infos[0], max_buflen=60, processing_flags=0)
+            inlet.open_stream(timeout=TIMEOUT)
+            values, stamps = _pull(inlet, 30)
+            inlet.close_stream()
+        finally:
+            relay.send_signal(signal.SIGINT)
+            out = relay.communicate(timeout=30)[0]
+    assert relay.returncode == 0, out
+    assert values.shape == (30, 4) and np.allclose(np.diff(stamps), 1 / 60, atol=1e-6)
+    assert infos[0].channel_count() == 4

@@ -30,6 +30,7 @@ from ..errors import StreamdpError
 from ..privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
 from .common import add_csv_options, csv_layout, require_extra
 from .console import say
+from .contract import Excludes
 from .evaluate_gaze import add_gaze_options, check_channel_options, run_gaze
 from .format import counted
 from .options import GivenValue, add_config_file_option, add_config_options, checked, config_from, option_name, reads
@@ -78,6 +79,11 @@ def grid_axis(
     return [one] if given else list(default)
 
 
+CONFLICTS = (
+    Excludes("--channel=gaze", "--postprocess", "post-processing is for chunks of features; the gaze channel's "
+             "public median is --gaze-smoothing"),
+)  # fmt: skip
+
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
         "evaluate",
@@ -116,6 +122,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--people", type=number(int, low=2), default=6, help="synthetic people without a manifest, ≥ 2")
     p.add_argument("--seconds", type=POSITIVE, default=240.0, help="seconds per synthetic recording")
+    p.add_argument(
+        "--postprocess",
+        action="store_true",
+        help="also measure the releases after streamdp.postprocess (public constraints, smoothing across "
+        "chunks; no ε): rows with postprocess=yes (docs/postprocess.md)",
+    )
     add_gaze_options(p)
     add_config_file_option(p)
     add_config_options(p, READS)
@@ -227,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
         tasks=args.tasks,
         splits=splits,
         workers=args.workers or min(default_workers(), len(grid) * args.seeds),
+        postprocess=args.postprocess,
     )
     with staged_folder(out, overwrite=args.overwrite) as stage:
         paths = [out / p.name for p in write_results(rows, stage.path, config)]

@@ -110,6 +110,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action=GivenValue,
         help="the gaze datums streamdp's Pupil Remote publishes: gaze.3d.01. or gaze.2d.01. (default: %(default)s)",
     )
+    p.add_argument(
+        "--lsl",
+        action="store_true",
+        help="also publish the sanitized releases as Lab Streaming Layer streams (Features, and Gaze with "
+        "--gaze-channel; extra lsl; default: off)",
+    )
     add_config_file_option(p)
     add_config_options(p, READS)
     p.set_defaults(handler=run)
@@ -238,6 +244,18 @@ def _deployment_check(args: argparse.Namespace, config: Any, curve: bool) -> Cal
     )
 
 
+def _lsl_outlet(args: argparse.Namespace) -> Any:
+    """The LSL outlet (``--lsl``), or None."""
+    if not args.lsl:
+        return None
+    from ..network.lsl_sink import LslOutlet
+
+    try:
+        return LslOutlet(publish_reproducible_noise_not_private=args.publish_reproducible_noise_not_private)
+    except ImportError as exc:
+        raise InputError(f"--lsl: {exc}") from None
+
+
 def _pupil_remote(args: argparse.Namespace, curve: Any) -> Any:
     """streamdp's own Pupil Remote (``--pupil-remote``), or None."""
     if args.pupil_remote is None:
@@ -285,22 +303,25 @@ def run(args: argparse.Namespace) -> int:
     )
     status = StatusPublisher(args.status_bind)
     facade: Any = None
+    outlet: Any = None
     shell: Any
     try:
         facade = _pupil_remote(args, curve)
+        outlet = _lsl_outlet(args)
+        sinks = [publisher, status, *([outlet] if outlet is not None else [])]
         if args.neon is not None:
             from ..network.neon import NeonRelay
 
             device = connect_neon(args.neon)
             source = f"{'Invisible' if args.invisible else 'Neon'} at {args.neon or 'a discovered device'}"
             camera = "invisible" if args.invisible else "neon"
-            session = Session(config, sinks=[publisher, status], camera=camera, source=source)
+            session = Session(config, sinks=sinks, camera=camera, source=source)
             shell = NeonRelay(session, device, invisible=args.invisible, status_interval=args.status_interval)
         else:
             from ..network.relay import Relay
 
             source = f"Pupil Capture at {args.remote}"
-            session = Session(config, sinks=[publisher, status], source=source)
+            session = Session(config, sinks=sinks, source=source)
             if facade is not None:
                 facade.counters = session.counters  # its refusals on the owner's status socket
                 session.sinks.append(facade)
@@ -339,5 +360,7 @@ def run(args: argparse.Namespace) -> int:
         status.close()
         if facade is not None:
             facade.close()
+        if outlet is not None:
+            outlet.close()
     say(f"streamdp relay stopped: {format_status(session.status(StatusEvent.STOPPED, subscribers))}")
     return 0
