@@ -60,7 +60,7 @@ ROWS = [
     ("pupil-remote-is-capture", ["relay", "--pupil-remote", "tcp://127.0.0.1:50020"], 2,
      r"^streamdp relay: error: streamdp's Pupil Remote \(tcp://127\.0\.0\.1:50020\) cannot be Capture's"),
     ("evaluate-gaze-postprocess", ["evaluate", "--channel", "gaze", "--postprocess"], 2,
-     r"^streamdp evaluate: error: --channel=gaze and --postprocess contradict each other"),
+     r"^streamdp evaluate: error: --channel gaze and --postprocess contradict each other"),
     ("relay-remote-foo", ["relay", "--remote", "foo"], 2,
      r"^streamdp relay: error: foo: not an address to connect to \(give e\.g\. tcp://127\.0\.0\.1:50020\)"),
     ("remote-port", ["relay", "--remote", "tcp://127.0.0.1:99999"], 2,
