@@ -72,3 +72,16 @@ def test_a_bad_gaze_smoothing_is_refused_by_name(value, error, fragment):
 
 def test_apps_and_the_evaluation_keep_their_wider_choice_of_filters():
     assert check_smoothing("mean15") == "mean15" and check_smoothing("median600") == "median600"
+
+
+@pytest.mark.parametrize("k", [3, 9, 31])
+def test_few_rows_give_numpy_s_medians_bit_for_bit(k):
+    rng = np.random.default_rng(k)
+    history = rng.laplace(size=(k - 1, 2))
+    for m in (1, 2, 5, 16, 17):
+        values = rng.laplace(size=(m, 2))
+        out, carried = causal_smooth(values, f"median{k}", history)
+        padded = np.concatenate([history, values])
+        expected = np.array([np.median(padded[i : i + k], axis=0) for i in range(m)])
+        assert np.array_equal(out, expected) and np.array_equal(carried, padded[-(k - 1) :])
+        history = carried
