@@ -156,17 +156,10 @@ CPU_WARM_SECONDS, CPU_SECONDS = 10.0, 20.0
 CPU_RATE = 200.0
 
 
-def _relay_child(remote: str, role: str, expected: int, warm: float, seconds: float, ready_q, out_q) -> None:
-    """Child process: the relay as ``streamdp relay`` runs it (its session without the channel:
-    ``baseline``, with it: ``candidate``; the CLI's publisher); its process CPU over
-    ``seconds`` of steady state after ``warm`` seconds of gaze."""
-    config = GAZE if role == "candidate" else CONFIG
-    sink = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=True)
-    relay = Relay(Session(config, sinks=[sink]), remote=remote)
-    thread = threading.Thread(target=relay.run, daemon=True)
-    thread.start()
-    relay.connected.wait(30)
-    ready_q.put(sink.endpoint)
+def steady_cpu(relay: Relay, warm: float, seconds: float, expected: int, on_steady=lambda: None) -> dict:
+    """The relay's process CPU over ``seconds`` of steady state, after ``warm`` seconds of gaze
+    (``on_steady`` is called as the stretch starts); then waits for all ``expected`` messages and
+    stops the relay. Called in the relay's own process, whose main thread sleeps meanwhile."""
 
     def newest() -> float:
         t = relay.session.newest_gaze
@@ -178,6 +171,7 @@ def _relay_child(remote: str, role: str, expected: int, warm: float, seconds: fl
     start = newest()
     while newest() < start + warm and time.monotonic() - wall < warm + 120:
         time.sleep(0.25)
+    on_steady()
     received = relay.counters.received
     cpu0, wall0 = time.process_time(), time.monotonic()
     time.sleep(seconds)  # the main thread asleep: the process's CPU is the relay's
@@ -186,11 +180,26 @@ def _relay_child(remote: str, role: str, expected: int, warm: float, seconds: fl
     while relay.counters.received < expected and time.monotonic() - wall < warm + seconds + 120:
         time.sleep(0.1)
     relay.stop()
+    c = relay.counters
+    return {"cpu_s": cpu, "seconds": seconds, "received_in_stretch": received, "received": c.received,
+            "expected": expected, "late": c.late, "shed": c.shed, "refused": c.refused}  # fmt: skip
+
+
+def _relay_child(remote: str, role: str, expected: int, warm: float, seconds: float, ready_q, out_q) -> None:
+    """Child process: the relay as ``streamdp relay`` runs it (its session without the channel:
+    ``baseline``, with it: ``candidate``; the CLI's publisher); its process CPU over
+    ``seconds`` of steady state after ``warm`` seconds of gaze."""
+    config = GAZE if role == "candidate" else CONFIG
+    sink = ReleasePublisher("tcp://127.0.0.1:0", publish_reproducible_noise_not_private=True)
+    relay = Relay(Session(config, sinks=[sink]), remote=remote)
+    thread = threading.Thread(target=relay.run, daemon=True)
+    thread.start()
+    relay.connected.wait(30)
+    ready_q.put(sink.endpoint)
+    figures = steady_cpu(relay, warm, seconds, expected)
     thread.join(10)
     sink.close()
-    c = relay.counters
-    out_q.put({"role": role, "cpu_s": cpu, "seconds": seconds, "received_in_stretch": received,
-               "received": c.received, "expected": expected, "late": c.late, "shed": c.shed})  # fmt: skip
+    out_q.put({"role": role, **figures})
 
 
 def _read_all(endpoints: list[str], stop: threading.Event, counts: dict[str, int]) -> None:

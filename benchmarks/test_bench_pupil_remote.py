@@ -20,6 +20,7 @@ import pytest
 import zmq
 
 from benchmarks.capture_traffic import capture_bursts
+from benchmarks.test_bench_gaze import steady_cpu
 from benchmarks.test_bench_relay import SPAWN, Capture, SendPlan, burst_stats
 from streamdp.config import SessionConfig
 from streamdp.network.pupil_remote import StreamdpPupilRemote
@@ -57,32 +58,12 @@ def _relay_child(remote: str, role: str, expected: int, ready_q, out_q) -> None:
     thread.start()
     relay.connected.wait(30)
     ready_q.put((role, sink.endpoint, None if facade is None else facade.sub_port))
-
-    def newest() -> float:
-        t = relay.session.newest_gaze
-        return -np.inf if t is None else t
-
-    wall = time.monotonic()
-    while newest() == -np.inf and time.monotonic() - wall < 120:
-        time.sleep(0.05)
-    start = newest()
-    while newest() < start + WARM and time.monotonic() - wall < WARM + 120:
-        time.sleep(0.25)
-    spent.clear()  # the steady stretch only
-    cpu0, wall0 = time.process_time(), time.monotonic()
-    time.sleep(SECONDS)  # the main thread asleep: the process's CPU is the relay's and the facade's
-    cpu, seconds = time.process_time() - cpu0, time.monotonic() - wall0
-    while relay.counters.received < expected and time.monotonic() - wall < WARM + SECONDS + 120:
-        time.sleep(0.1)
-    relay.stop()
+    figures = steady_cpu(relay, WARM, SECONDS, expected, on_steady=spent.clear)  # the steady stretch only
     thread.join(10)
     sink.close()
     if facade is not None:
         facade.close()
-    c = relay.counters
-    out_q.put({"role": role, "cpu_s": cpu, "seconds": seconds, "received": c.received, "expected": expected,
-               "late": c.late, "shed": c.shed, "refused": c.refused,
-               "publish_ms": [x * 1e3 for x in spent]})  # fmt: skip
+    out_q.put({"role": role, **figures, "publish_ms": [x * 1e3 for x in spent]})
 
 
 def _app(endpoints: dict[str, tuple[str, bytes]], stop: threading.Event, ticks: dict[str, list[float]]) -> None:

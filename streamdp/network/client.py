@@ -180,11 +180,11 @@ class _Base:
         self,
         endpoint: str,
         *,
-        topics: Sequence[str],
-        curve: Curve | None,
-        timeout: float | None,
-        context: zmq.Context | None,
-        rcvhwm: int | None,
+        topics: Sequence[str] = (FEATURES_TOPIC,),
+        curve: Curve | None = None,
+        timeout: float | None = 5.0,
+        context: zmq.Context | None = None,
+        rcvhwm: int | None = None,
     ) -> None:
         if isinstance(topics, str) or not all(isinstance(t, str) for t in topics) or not topics:
             raise TypeError(f"topics must be a non-empty sequence of topic prefixes (str), got {topics!r}")
@@ -266,18 +266,6 @@ class Subscriber(_Base):
     (3, (16, 52), 'dcfpa')
     """
 
-    def __init__(
-        self,
-        endpoint: str,
-        *,
-        topics: Sequence[str] = (FEATURES_TOPIC,),
-        curve: Curve | None = None,
-        timeout: float | None = 5.0,
-        context: zmq.Context | None = None,
-        rcvhwm: int | None = None,
-    ) -> None:
-        super().__init__(endpoint, topics=topics, curve=curve, timeout=timeout, context=context, rcvhwm=rcvhwm)
-
     def receive(self, timeout: float | EllipsisType | None = ...) -> ReceivedRelease:
         """The next release, waiting at most ``timeout`` seconds (default: the subscriber's; None:
         without limit).
@@ -332,18 +320,6 @@ class AsyncSubscriber(_Base):
     []
     >>> publisher.close()
     """
-
-    def __init__(
-        self,
-        endpoint: str,
-        *,
-        topics: Sequence[str] = (FEATURES_TOPIC,),
-        curve: Curve | None = None,
-        timeout: float | None = 5.0,
-        context: zmq.Context | None = None,
-        rcvhwm: int | None = None,
-    ) -> None:
-        super().__init__(endpoint, topics=topics, curve=curve, timeout=timeout, context=context, rcvhwm=rcvhwm)
 
     def _context(self, context: zmq.Context | None) -> zmq.Context:
         # a shadow shares the context's I/O threads: no second context to terminate
