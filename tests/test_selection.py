@@ -19,9 +19,13 @@ DRAWS = 120_000
 
 
 def _counts(utility, *, sensitivity, epsilon, draws=DRAWS, rng=None):
-    """Selections of one column repeated ``draws`` times (columns are independent selections)."""
+    """Selections of one column repeated ``draws`` times (columns are independent selections).
+
+    Seeded by default: integers alone decide a selection, so a seed gives the same counts on every
+    machine and a χ² test at p > 0.01 cannot fail one run in a hundred by chance alone.
+    """
     u = np.repeat(np.asarray(utility, dtype=np.float64)[:, None], draws, axis=1)
-    src = SystemRandomSource() if rng is None else rng
+    src = SeededRandomSource(2019) if rng is None else rng
     picked = exponential_select(src, u, sensitivity=sensitivity, epsilon=epsilon)
     return np.bincount(picked, minlength=u.shape[0])
 
@@ -56,6 +60,17 @@ def test_the_sampled_law_is_the_exact_one_and_the_float_one(utility, sensitivity
     floating = _float_law(utility, sensitivity, epsilon)
     np.testing.assert_allclose(exact, floating, rtol=1e-4, atol=1e-12)  # the grid costs ~2⁻¹⁹ of ε
     assert stats.chisquare(counts[seen], floating[seen] / floating[seen].sum() * DRAWS).pvalue > 0.01
+
+
+def test_the_cryptographic_source_selects_by_the_same_law():
+    """The release path (operating-system bits) draws from the law too; unseeded, so its χ² bar is
+    set where a correct sampler fails once in a million runs, and a wrong law still fails it."""
+    utility = [-3.0, 0.0, -1.5, -0.2]
+    counts = _counts(utility, sensitivity=0.7, epsilon=5.0, rng=SystemRandomSource())
+    exact = selection_probabilities(np.asarray(utility)[:, None], sensitivity=0.7, epsilon=5.0)[:, 0]
+    assert stats.chisquare(counts, exact * DRAWS).pvalue > 1e-6
+    halved = selection_probabilities(np.asarray(utility)[:, None], sensitivity=0.7, epsilon=2.5)[:, 0]
+    assert stats.chisquare(counts, halved * DRAWS).pvalue < 1e-6
 
 
 def test_candidates_closer_than_the_grid_are_equally_likely():
