@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 import zmq
 
@@ -75,6 +76,25 @@ def test_a_clock_at_another_rate_is_checked_only_against_the_gaze_read(rate):
     after = 1000.0 + 6.0 * rate - 30.0
     reported = _reads(CaptureClock(threshold=THRESHOLD), {5.5: -30.0}, rate=rate)
     assert reported == [(6.0, pytest.approx(after - before))]
+
+
+@pytest.mark.parametrize("jump", [1.0, -0.5])
+def test_a_jump_is_told_through_the_round_trips_of_a_loaded_machine(jump):
+    """Reads every 0.2 s whose round trips take 2–30 ms (each read's wall time the middle of its
+    round trip): over one interval the rate looks up to 15 % off real time, over the segment it
+    does not, and a jump of Pupil time is still told at the read after it."""
+    rng = np.random.default_rng(4)
+    check, told, pupil_offset = CaptureClock(threshold=THRESHOLD), [], 1000.0
+    for step in range(40):
+        before = step * 0.2
+        after = before + rng.uniform(0.002, 0.030)
+        if step == 25:
+            pupil_offset += jump
+        pupil = pupil_offset + rng.uniform(before, after)  # Capture answered somewhere in the trip
+        j = check.read(wall=(before + after) / 2, pupil=pupil, newest_gaze=None, spread=(after - before) / 2)
+        if j is not None:
+            told.append((step, j))
+    assert len(told) == 1 and told[0][0] == 25 and told[0][1] == pytest.approx(jump, abs=0.03)
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,12 @@ every 0.1 s, jumps beyond 10 ms) or by ``T``; Capture announces neither. Two fac
   holds for any source, a simulation played faster than real time included.
 - **Forward or back, by more than the threshold from the wall clock**: Capture's clock runs at
   the monotonic clock's rate between changes of the timebase. Where the last interval between
-  two reads ran at that rate (within 1 %: Time Sync slews 0.5 ms in a 0.1 s step, 0.5 %), the
-  next read is expected at the previous one plus the wall time since; a simulation played at
-  another rate is checked only by the first fact.
+  two reads, or the whole segment since its first read, ran at that rate (within 1 %: Time Sync
+  slews 0.5 ms in a 0.1 s step, 0.5 %; plus what the reads' round trips leave unknown), the next
+  read is expected at the previous one plus the wall time since; a simulation played at another
+  rate is checked only by the first fact. A read's wall time is the middle of its round trip,
+  known to half of it: on a loaded machine a few milliseconds over one 0.2 s heartbeat put a
+  real-time clock outside 1 %, over the segment they do not.
 
 What this cannot tell: a forward jump of a clock that does not run at real time, and anything
 between two reads (a jump and its undo within a heartbeat). Gaze stamped after a jump and read
@@ -40,6 +43,14 @@ REAL_TIME_RATE_TOLERANCE = 0.01
 class _Reading:
     wall: float
     pupil: float
+    spread: float  # half the round trip of the request that read it: how far off ``wall`` can be
+
+
+def _real_time(a: _Reading | None, b: _Reading | None) -> bool:
+    if a is None or b is None or b.wall <= a.wall:
+        return False
+    elapsed = b.wall - a.wall
+    return abs((b.pupil - a.pupil) - elapsed) <= REAL_TIME_RATE_TOLERANCE * elapsed + a.spread + b.spread
 
 
 class CaptureClock:
@@ -74,14 +85,28 @@ class CaptureClock:
 
     def reset(self) -> None:
         """Forget the reads' history (a new connection: Capture may have restarted)."""
+        self._first: _Reading | None = None  # the segment's first read
+        self._previous: _Reading | None = None  # the read before the last
         self._last: _Reading | None = None
-        self._rate: float | None = None
+
+    def _runs_at_real_time(self) -> bool:
+        """Whether Pupil time ran at the monotonic clock's rate over the last interval between two
+        reads or over the segment, within the tolerance and what the reads' round trips leave
+        unknown (the segment rides out a loaded machine, the last interval a step of Time Sync
+        within the threshold). The segment grows only while it runs at that rate: a clock at
+        another rate, or a jump not told, starts it again at the last read."""
+        if _real_time(self._first, self._last):
+            return True
+        self._first = self._last
+        return _real_time(self._previous, self._last)
 
     def now(self) -> float | None:
         """Pupil time now, as last read; None before the first read."""
         return None if self.offset is None else time.monotonic() + self.offset
 
-    def read(self, *, wall: float, pupil: float, newest_gaze: float | None, sync: bool = True) -> float | None:
+    def read(
+        self, *, wall: float, pupil: float, newest_gaze: float | None, sync: bool = True, spread: float = 0.0
+    ) -> float | None:
         """Pupil time ``pupil`` read at monotonic time ``wall``, with the newest gaze time read
         so far (None before any): the jump in seconds (negative: back) when the clock jumped
         since the last read, else None. A jump starts the reads afresh.
@@ -89,15 +114,15 @@ class CaptureClock:
         ``sync``: map :meth:`now` to this read. The relay syncs when it connects and when gaze
         is quiet, not while gaze may be queued: a source played faster than real time is then
         ahead of the gaze read, and the relay would shed what it has not read (a jump syncs
-        whatever ``sync`` says: the old mapping is wrong)."""
+        whatever ``sync`` says: the old mapping is wrong).
+
+        ``spread``: half the round trip of the request that read ``pupil`` (``wall`` its middle).
+        """
         self.read_at = wall
-        last, rate = self._last, self._rate
-        now = _Reading(wall, pupil)
-        self._last = now
-        if last is not None and now.wall > last.wall:
-            self._rate = (now.pupil - last.pupil) / (now.wall - last.wall)
+        last = self._last
+        now = _Reading(wall, pupil, spread)
         jump: float | None = None
-        if last is not None and rate is not None and abs(rate - 1.0) <= REAL_TIME_RATE_TOLERANCE:
+        if last is not None and self._runs_at_real_time():
             expected = last.pupil + (now.wall - last.wall)
             if clock_jumped(expected, pupil, threshold=self.threshold):
                 jump = pupil - expected
@@ -105,7 +130,10 @@ class CaptureClock:
             jump = pupil - newest_gaze  # behind gaze Capture already sent: its clock went back
         if sync or jump is not None:
             self.offset = pupil - wall
+        self._previous, self._last = last, now
+        if self._first is None or jump is not None:
+            # the reads before a jump say nothing of the clock after it
+            self._first, self._previous = now, None
         if jump is None:
             return None
-        self._rate = None  # the interval with the jump says nothing of the clock's rate
         return round(jump, 9)

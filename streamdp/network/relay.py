@@ -214,8 +214,9 @@ class Relay:
         to it (when connecting and when gaze is quiet, never while gaze may be queued)."""
         before = time.monotonic()
         pupil = float(self._request("t"))
-        wall = (before + time.monotonic()) / 2
-        return self._clock.read(wall=wall, pupil=pupil, newest_gaze=self.session.newest_gaze, sync=sync)
+        after = time.monotonic()
+        wall, spread = (before + after) / 2, (after - before) / 2
+        return self._clock.read(wall=wall, pupil=pupil, newest_gaze=self.session.newest_gaze, sync=sync, spread=spread)
 
     def pupil_now(self) -> float | None:
         """Capture's clock now, as last synchronized; None before the first connection."""
