@@ -156,10 +156,9 @@ CPU_WARM_SECONDS, CPU_SECONDS = 10.0, 20.0
 CPU_RATE = 200.0
 
 
-def steady_cpu(relay: Relay, warm: float, seconds: float, expected: int, on_steady=lambda: None) -> dict:
-    """The relay's process CPU over ``seconds`` of steady state, after ``warm`` seconds of gaze
-    (``on_steady`` is called as the stretch starts); then waits for all ``expected`` messages and
-    stops the relay. Called in the relay's own process, whose main thread sleeps meanwhile."""
+def wait_for_gaze(relay: Relay, warm: float) -> float:
+    """Until ``warm`` seconds of gaze (the source's clock) have reached ``relay``; the monotonic
+    time the wait began."""
 
     def newest() -> float:
         t = relay.session.newest_gaze
@@ -171,6 +170,14 @@ def steady_cpu(relay: Relay, warm: float, seconds: float, expected: int, on_stea
     start = newest()
     while newest() < start + warm and time.monotonic() - wall < warm + 120:
         time.sleep(0.25)
+    return wall
+
+
+def steady_cpu(relay: Relay, warm: float, seconds: float, expected: int, on_steady=lambda: None) -> dict:
+    """The relay's process CPU over ``seconds`` of steady state, after ``warm`` seconds of gaze
+    (``on_steady`` is called as the stretch starts); then waits for all ``expected`` messages and
+    stops the relay. Called in the relay's own process, whose main thread sleeps meanwhile."""
+    wall = wait_for_gaze(relay, warm)
     on_steady()
     received = relay.counters.received
     cpu0, wall0 = time.process_time(), time.monotonic()

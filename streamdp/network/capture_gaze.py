@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -141,8 +142,14 @@ def capture_gaze_frames(
     if not is_gaze_tick(release):
         raise ValueError(f"{release.topic}: not a tick of the gaze channel; only ticks become gaze datums")
     topic = GAZE_TOPICS[mode].encode()
-    col = [release.names.index(n) for n in ("x_deg", "y_deg", "x_norm", "y_norm")]
+    ax, ay, nx, ny = _columns(release.names)
     out = []
     for t, row in zip(release.t.tolist(), release.values.tolist(), strict=True):
-        out.append((topic, _datum(t, row[col[0]], row[col[1]], row[col[2]], row[col[3]], mode)))
+        out.append((topic, _datum(t, row[ax], row[ay], row[nx], row[ny], mode)))
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _columns(names: tuple[str, ...]) -> tuple[int, ...]:
+    """Where the angles and the scene position are among a tick's ``names`` (one schema a session)."""
+    return tuple(names.index(n) for n in ("x_deg", "y_deg", "x_norm", "y_norm"))

