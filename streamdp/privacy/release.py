@@ -31,9 +31,7 @@ TypeError: a PrivateRelease is made only by the privatizer (streamdp.stages.priv
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import math
 import secrets
 import sys
 import weakref
@@ -41,13 +39,13 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InputError
 from ..frame_columns import pandas_module
 from ..schema import FEATURE_NAMES, SCHEMA_VERSION
+from .frozen import digest, freeze, frozen_copy, is_frozen, plain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,7 +59,6 @@ _mints_claimed: set[str] = set()
 # each release the mint made, with the very objects it sealed: every sink checks every release, and
 # the same immutable objects need no second digest (9 us a tick on the live channel, per sink)
 _MINTED: weakref.WeakKeyDictionary[PrivateRelease, tuple[object, ...]] = weakref.WeakKeyDictionary()
-_pack = msgpack.Packer(use_bin_type=True).pack
 
 #: ledger entries that stay on the device: raw functions of the gaze (how many inputs were
 #: clipped differs between neighbouring chunks with probability 1). :attr:`PrivateRelease.ledger`
@@ -160,7 +157,7 @@ class PrivateRelease:
             "names": list(self._names),
             "t": self._t.tolist(),
             "values": self._values.tolist(),
-            "ledger": {k: _plain(v) for k, v in self._ledger.items() if k not in LOCAL_LEDGER_KEYS},
+            "ledger": {k: plain(v) for k, v in self._ledger.items() if k not in LOCAL_LEDGER_KEYS},
         }
 
     def to_pandas(self) -> pd.DataFrame:
@@ -218,8 +215,8 @@ class ReleaseMint:
             Shapes disagree, a value is not finite, or ``clipped_fraction`` is outside [0, 1].
         """
         key = self._key  # a mint made with object.__new__ has no key: AttributeError
-        tt = _frozen_copy(t, "t")
-        vv = _frozen_copy(values, "values")
+        tt = frozen_copy(t, "t")
+        vv = frozen_copy(values, "values")
         if not (isinstance(names, tuple) and all(type(n) is str for n in names)):
             raise TypeError(f"names must be a tuple of str, got {names!r}")
         if tt.ndim != 1 or vv.shape != (len(tt), len(names)):
@@ -234,13 +231,13 @@ class ReleaseMint:
             raise TypeError(f"ledger must be a mapping, got {type(ledger).__name__}")
         if type(ledger.get("mechanism")) is not str:
             raise ValueError(f"ledger must name the mechanism, got {ledger.get('mechanism')!r}")
-        frozen = _freeze(ledger, "ledger")
+        frozen = freeze(ledger, "ledger")
         clipped = float(clipped_fraction)
         rel = object.__new__(PrivateRelease)
         for slot, value in (("_t", tt), ("_values", vv), ("_names", names), ("_ledger", frozen)):
             object.__setattr__(rel, slot, value)
         object.__setattr__(rel, "_clipped_fraction", clipped)
-        seal = _digest(key, tt, vv, names, frozen, clipped)
+        seal = digest(key, tt, vv, names, frozen, clipped)
         object.__setattr__(rel, "_seal", seal)
         _MINTED[rel] = (tt, vv, names, frozen, clipped, seal)
         return rel
@@ -281,13 +278,14 @@ def is_sealed(release: object) -> bool:
         t, values, names = release._t, release._values, release._names
         ledger, clipped, seal = release._ledger, release._clipped_fraction, release._seal
         minted = _MINTED.get(release)
-        if minted is not None and all(a is b for a, b in zip(minted, (t, values, names, ledger, clipped, seal))):
+        now = (t, values, names, ledger, clipped, seal)
+        if minted is not None and all(a is b for a, b in zip(minted, now, strict=True)):
             return True  # the very objects the mint sealed, all immutable: the digest would be the same
-        if not (_is_frozen(t) and _is_frozen(values) and type(names) is tuple and type(clipped) is float):
+        if not (is_frozen(t) and is_frozen(values) and type(names) is tuple and type(clipped) is float):
             return False
         if type(ledger) is not MappingProxyType or type(seal) is not bytes:
             return False
-        expected = _digest(_KEY, t, values, names, ledger, clipped)
+        expected = digest(_KEY, t, values, names, ledger, clipped)
     except (AttributeError, TypeError, ValueError, OverflowError):
         return False
     return hmac.compare_digest(expected, seal)
@@ -317,67 +315,6 @@ def check_sealed(release: object) -> PrivateRelease:
             "process, or was changed after it was made"
         )
     return release
-
-
-def _frozen_copy(a: object, name: str) -> NDArray[np.float64]:
-    if not isinstance(a, np.ndarray) or a.dtype != np.float64:
-        raise TypeError(f"{name} must be a float64 array, got {type(a).__name__} {getattr(a, 'dtype', '')}")
-    # a view of immutable bytes: numpy refuses to make it writeable again
-    return np.frombuffer(a.tobytes(), dtype=np.float64).reshape(a.shape)
-
-
-def _is_frozen(a: object) -> bool:
-    if type(a) is not np.ndarray or a.dtype != np.float64 or a.flags.writeable:
-        return False
-    base: object = a
-    while isinstance(base, np.ndarray):
-        base = base.base
-    return type(base) is bytes
-
-
-def _freeze(value: Any, where: str) -> Any:
-    if value is None or type(value) in (str, bool, int):
-        return value
-    if type(value) is float:
-        if not math.isfinite(value):
-            raise ValueError(f"{where} is not finite: {value!r}")
-        return value
-    if isinstance(value, (np.generic, np.ndarray)):
-        return _freeze(value.tolist() if isinstance(value, np.ndarray) else value.item(), where)
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v, f"{where}[{i}]") for i, v in enumerate(value))
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if type(k) is not str:
-                raise TypeError(f"{where} keys must be str, got {k!r}")
-            out[k] = _freeze(v, f"{where}[{k!r}]")
-        return MappingProxyType(out)
-    raise TypeError(f"{where} must hold plain values (numbers, strings, None, lists, mappings), got {value!r}")
-
-
-def _plain(value: Any) -> Any:
-    if type(value) is MappingProxyType:
-        return {k: _plain(v) for k, v in value.items()}
-    if type(value) is tuple:
-        return [_plain(v) for v in value]
-    return value
-
-
-def _digest(
-    key: bytes,
-    t: NDArray[np.float64],
-    values: NDArray[np.float64],
-    names: tuple[str, ...],
-    ledger: MappingProxyType[str, Any],
-    clipped: float,
-) -> bytes:
-    h = hashlib.blake2b(key=key, digest_size=32, person=b"streamdp.release")
-    # the header fixes both shapes, so the raw array bytes after it cannot be re-cut
-    h.update(_pack([list(t.shape), list(values.shape), list(names), _plain(ledger), clipped]))
-    h.update(t.tobytes())
-    h.update(values.tobytes())
-    return h.digest()
 
 
 def releases_frame(releases: Iterable[PrivateRelease]) -> pd.DataFrame:

@@ -1,0 +1,81 @@
+"""Deep-frozen values and the keyed digest of a release's contents (what :mod:`streamdp.privacy.release` seals).
+
+A release's arrays are views of immutable bytes (NumPy refuses to make them writeable again), its
+ledger a tree of read-only mappings and tuples of plain values: once sealed, nothing in it can
+change without replacing an object, which the seal's check sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import msgpack
+import numpy as np
+from numpy.typing import NDArray
+
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
+def frozen_copy(a: object, name: str) -> NDArray[np.float64]:
+    if not isinstance(a, np.ndarray) or a.dtype != np.float64:
+        raise TypeError(f"{name} must be a float64 array, got {type(a).__name__} {getattr(a, 'dtype', '')}")
+    # a view of immutable bytes: numpy refuses to make it writeable again
+    return np.frombuffer(a.tobytes(), dtype=np.float64).reshape(a.shape)
+
+
+def is_frozen(a: object) -> bool:
+    if type(a) is not np.ndarray or a.dtype != np.float64 or a.flags.writeable:
+        return False
+    base: object = a
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return type(base) is bytes
+
+
+def freeze(value: Any, where: str) -> Any:
+    if value is None or type(value) in (str, bool, int):
+        return value
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is not finite: {value!r}")
+        return value
+    if isinstance(value, (np.generic, np.ndarray)):
+        return freeze(value.tolist() if isinstance(value, np.ndarray) else value.item(), where)
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise TypeError(f"{where} keys must be str, got {k!r}")
+            out[k] = freeze(v, f"{where}[{k!r}]")
+        return MappingProxyType(out)
+    raise TypeError(f"{where} must hold plain values (numbers, strings, None, lists, mappings), got {value!r}")
+
+
+def plain(value: Any) -> Any:
+    if type(value) is MappingProxyType:
+        return {k: plain(v) for k, v in value.items()}
+    if type(value) is tuple:
+        return [plain(v) for v in value]
+    return value
+
+
+def digest(
+    key: bytes,
+    t: NDArray[np.float64],
+    values: NDArray[np.float64],
+    names: tuple[str, ...],
+    ledger: MappingProxyType[str, Any],
+    clipped: float,
+) -> bytes:
+    h = hashlib.blake2b(key=key, digest_size=32, person=b"streamdp.release")
+    # the header fixes both shapes, so the raw array bytes after it cannot be re-cut
+    h.update(_pack([list(t.shape), list(values.shape), list(names), plain(ledger), clipped]))
+    h.update(t.tobytes())
+    h.update(values.tobytes())
+    return h.digest()
