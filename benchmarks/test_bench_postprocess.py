@@ -1,7 +1,8 @@
 """Post-processing cost (issue #21: ≤ 10 µs per 64 × 52 chunk): one chunk smoothed and made
 consistent (:mod:`streamdp.postprocess`), against ``np.clip`` of the same array to its public
-bounds, the least any consistency step does (ratio in one run: the absolute figure depends on the
-machine)."""
+bounds, the least any consistency step does, and against the plain reference of the same steps
+(``tests/reference_postprocess.py``, the implementation before the hot path was restructured):
+ratios in one run, since the absolute figure depends on the machine and its load."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import pytest
 
 from streamdp.postprocess import PostProcessor
 from streamdp.privacy import dcfpa, default_profile, secure_generator
+from tests.reference_postprocess import ReferencePostProcessor
 
 GROUP = "post-processing: one 64×52 DCFPA chunk smoothed and made consistent / np.clip of it"
+GROUP_REFERENCE = "post-processing: the plain reference (before) / the fast PostProcessor (after), same chunk and state"
 
 
 @pytest.fixture(scope="module")
@@ -25,22 +28,19 @@ def released():
     return mech, b, values
 
 
-def test_postprocess_chunk_64x52(benchmark, released):
+def _ready(make, released, **kw):
+    """A post-processor of the chunk's configuration, and its state after one chunk: every timed
+    call is then one step of a running stream (the state's variance is not yet converged)."""
     mech, b, values = released
-    pp = PostProcessor(ledger={**mech.describe(), "bounds_digest": b.digest()}, bounds=b)
+    pp = make(ledger={**mech.describe(), "bounds_digest": b.digest()}, bounds=b, **kw)
     _, state = pp(values)
+    return pp, values, state
+
+
+def test_postprocess_chunk_64x52(benchmark, released):
+    pp, values, state = _ready(PostProcessor, released)
     benchmark.group = GROUP
     benchmark.extra_info.update(role="candidate", target="(target: <= 10 µs per chunk)")
-    out, _ = benchmark(pp, values, state)
-    assert out.shape == (64, 52)
-
-
-def test_postprocess_chunk_64x52_smoothing_only(benchmark, released):
-    mech, b, values = released
-    pp = PostProcessor(ledger={**mech.describe(), "bounds_digest": b.digest()}, bounds=b, consistent=False)
-    _, state = pp(values)
-    benchmark.group = "post-processing: smoothing only"
-    benchmark.extra_info.update(target="(part of the 10 µs)")
     out, _ = benchmark(pp, values, state)
     assert out.shape == (64, 52)
 
@@ -50,4 +50,28 @@ def test_clip_chunk_64x52(benchmark, released):
     benchmark.group = GROUP
     benchmark.extra_info.update(role="baseline", note="np.clip of the same chunk to its public bounds")
     out = benchmark(np.clip, values, b.lo, b.hi)
+    assert out.shape == (64, 52)
+
+
+def test_postprocess_chunk_64x52_fast(benchmark, released):
+    pp, values, state = _ready(PostProcessor, released)
+    benchmark.group = GROUP_REFERENCE
+    benchmark.extra_info.update(role="candidate", target="(the speed-up of the restructured hot path)")
+    out, _ = benchmark(pp, values, state)
+    assert out.shape == (64, 52)
+
+
+def test_postprocess_chunk_64x52_reference(benchmark, released):
+    ref, values, state = _ready(ReferencePostProcessor, released)
+    benchmark.group = GROUP_REFERENCE
+    benchmark.extra_info.update(role="baseline", note="the plain reading of the same steps")
+    out, _ = benchmark(ref, values, state)
+    assert out.shape == (64, 52)
+
+
+def test_postprocess_chunk_64x52_smoothing_only(benchmark, released):
+    pp, values, state = _ready(PostProcessor, released, consistent=False)
+    benchmark.group = "post-processing: smoothing only"
+    benchmark.extra_info.update(target="(part of the 10 µs)")
+    out, _ = benchmark(pp, values, state)
     assert out.shape == (64, 52)

@@ -3,14 +3,17 @@ chunks with the noise variance the ledger determines, dropped features untouched
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
 from streamdp.postprocess import CONSTRAINTS, DEFAULT_DRIFT, FilterState, PostProcessor, noise_model, postprocess
-from streamdp.privacy import cfpa, dcfpa, default_profile, secure_generator
+from streamdp.privacy import cfpa, dcfpa, default_profile, make_mechanism, secure_generator
 from streamdp.schema import FEATURE_INDEX, FEATURE_NAMES, WORDBOOK_ORDERS
 from streamdp.stages.chunker import Chunk
 from streamdp.stages.privatizer import Privatizer
+from tests.reference_postprocess import ReferencePostProcessor
 
 
 def _ledger(mech, bounds):
@@ -227,3 +230,87 @@ def test_parameters_are_keyword_only_validated_and_immutable(dcfpa_pp):
     released.setflags(write=False)
     out, _ = dcfpa_pp(released)
     assert out.flags.writeable and out is not released
+
+
+def _agreement_cases():
+    """(name, mechanism, bounds): chunk mechanisms of each kind, dropped features included."""
+    eq, task = default_profile(), default_profile("task")
+    yield "dcfpa-64", dcfpa(epsilon=25.0, bounds=eq, chunk_length=64), eq
+    yield "cfpa-16-task", cfpa(epsilon=25.0, bounds=task, chunk_length=16), task
+    yield "dcfpa-8-task", dcfpa(epsilon=200.0, bounds=task, chunk_length=8), task
+    yield "lpa-8", make_mechanism("lpa", epsilon=52.0, bounds=eq, chunk_length=8), eq
+    yield "bozkir-32", make_mechanism("dcfpa-bozkir", epsilon=52.0, bounds=eq, chunk_length=32, transform="dft", k=4,
+                                      sensitivity="bound"), eq
+
+
+def _seeded_chunks(mech, b, seed):
+    """Releases of a slowly moving truth, a consistent chunk, the same within and beyond the
+    tolerance, and noise far beyond the bounds; dropped features at their public constant."""
+    rng, n = np.random.default_rng(seed), mech.chunk_length
+    truth = np.clip(b.midpoint + np.cumsum(rng.uniform(-1, 1, (n, 52)) * b.step_bound / 2, axis=0), b.lo, b.hi)
+    noise = secure_generator(seed)
+    chunks = [mech.privatize(truth, noise).values for _ in range(3)]
+    ok = _consistent_chunk(rng, n)
+    chunks += [ok, ok + rng.normal(size=ok.shape) * b.width * rng.choice([1e-11, 1e-9, 1e-7], size=ok.shape),
+               rng.normal(size=ok.shape) * b.width * 3, rng.normal(size=ok.shape) * 1e6]
+    for x in chunks:
+        x[:, ~b.released] = b.midpoint[~b.released]
+    return chunks
+
+
+@pytest.mark.parametrize("smooth, consistent", [(True, True), (True, False), (False, True)])
+def test_the_fast_path_agrees_with_the_plain_reference(smooth, consistent):
+    # the hot path is restructured for speed (work rows, in-place steps); its results are the
+    # plain reading's (tests/reference_postprocess.py) up to the order of float operations
+    for _, mech, b in _agreement_cases():
+        ledger = _ledger(mech, b)
+        for drift in (DEFAULT_DRIFT, 1e3):
+            kw = dict(ledger=ledger, bounds=b, drift=drift, smooth=smooth, consistent=consistent)
+            fast, ref = PostProcessor(**kw), ReferencePostProcessor(**kw)
+            width = np.where(b.released, b.width, 1.0)
+
+            def close(got, want, width=width):
+                # relative 1e-12, or 1e-12 of the public range where cancellation left a small value
+                bad = np.abs(got - want) > 1e-12 * np.abs(want) + 1e-12 * width
+                assert not bad.any(), f"{np.count_nonzero(bad)} values differ, largest {np.max(np.abs(got - want))}"
+            for seed in (0, 1):
+                state = ref_state = None
+                for i, x in enumerate(_seeded_chunks(mech, b, seed)):
+                    gap = 3 if i == 2 else 1
+                    x = x.astype(np.float32) if i == 1 else x
+                    out, state = fast(x, state, gap=gap)
+                    want, ref_state = ref(x, ref_state, gap=gap)
+                    close(out, want)
+                    if smooth:
+                        close(state.estimate, ref_state.estimate)
+                        np.testing.assert_allclose(state.variance, ref_state.variance, rtol=1e-12)
+                if consistent:
+                    x = _seeded_chunks(mech, b, seed)[0][:3]  # any number of steps
+                    close(fast.project(x), ref.projection(x))
+
+
+def test_calls_share_nothing_they_return_and_threads_do_not_mix(dcfpa_pp):
+    rng = np.random.default_rng(8)
+    chunks = [rng.normal(size=(32, 52)) * 3 for _ in range(8)]
+    out0, state0 = dcfpa_pp(chunks[0])
+    kept = out0.copy(), state0.estimate.copy()
+    out1, state1 = dcfpa_pp(chunks[1], state0)
+    dcfpa_pp(chunks[2], state1)
+    assert np.array_equal(out0, kept[0]) and np.array_equal(state0.estimate, kept[1])
+    assert not np.shares_memory(out0, out1) and not np.shares_memory(state1.estimate, out1)
+
+    def stream(xs):
+        state, outs = None, []
+        for x in xs:
+            y, state = dcfpa_pp(x, state)
+            outs.append(y)
+        return outs
+
+    want = [stream(chunks[i:] + chunks[:i]) for i in range(4)]
+
+    def again(i):  # the same stream, many times over, while the other threads run theirs
+        return all(all(np.array_equal(a, b) for a, b in zip(stream(chunks[i:] + chunks[:i]), want[i], strict=True))
+                   for _ in range(30))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(again, range(4)))

@@ -35,6 +35,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -66,6 +67,14 @@ class FilterState:
 
 class PostProcessor:
     """Post-processing of one configuration's releases (see the module docstring).
+
+    A function of the released values it is given and of public parameters only (the ledger's
+    public entries, the public bounds, ``drift``): it never reads gaze or unsanitized features,
+    which is what makes it differential-privacy post-processing, free of ε. Everything that
+    depends on the configuration alone (the noise model, the constraints' index arrays, bounds
+    and gains, laid out for the chunk length) is validated and computed once, here; a call only
+    checks the chunk's type, shape and finiteness and runs the steps in place (see
+    docs/postprocess.md §5 for the cost).
 
     Parameters
     ----------
@@ -107,7 +116,7 @@ class PostProcessor:
     AttributeError: PostProcessor is immutable: cannot set 'drift'
     """
 
-    __slots__ = ("_mean_weights", "_process", "_projection", "consistent", "drift", "noise", "smooth")
+    __slots__ = ("_mean_weights", "_one", "_process", "_projection", "_shape", "consistent", "drift", "noise", "smooth")
 
     noise: NoiseModel
     drift: float
@@ -116,6 +125,8 @@ class PostProcessor:
     _projection: Projection
     _process: _F64
     _mean_weights: _F64
+    _shape: tuple[int, int]
+    _one: _F64
 
     def __init__(
         self,
@@ -136,14 +147,18 @@ class PostProcessor:
         model = noise_model(ledger, bounds)
         b = model.bounds
         released = model.released
+        projection = make_projection(b.lo, b.hi, model.step_variance, released)
+        projection.tiles(model.chunk_length)  # built once, here
         settings = {
             "noise": model,
             "drift": float(drift),
             "smooth": smooth,
             "consistent": consistent,
-            "_projection": make_projection(b.lo, b.hi, model.step_variance, released),
+            "_projection": projection,
             "_process": _frozen((drift * b.width) ** 2),
             "_mean_weights": _frozen(np.full(model.chunk_length, 1.0 / model.chunk_length)),
+            "_shape": (model.chunk_length, released.size),
+            "_one": _frozen(np.ones(released.size)),
         }
         for key, value in settings.items():
             object.__setattr__(self, key, value)
@@ -172,34 +187,46 @@ class PostProcessor:
         ValueError
             ``values`` is not a finite (chunk_length, F) array; ``gap`` < 1.
         """
-        x = _check_values(values, self.noise.chunk_length, self.noise.released.size)
+        n, n_features = self._shape
+        x = _check_values(values, n, n_features, finite=False)
+        owned = x is not values  # converted to float64: a new array, ours to overwrite
         if state is not None and not isinstance(state, FilterState):
             raise TypeError(f"state must be a FilterState or None, got {type(state).__name__}")
-        if isinstance(gap, bool) or not isinstance(gap, int):
-            raise TypeError(f"gap must be an int, got {gap!r}")
+        if gap.__class__ is not int:
+            if isinstance(gap, bool) or not isinstance(gap, int):
+                raise TypeError(f"gap must be an int, got {gap!r}")
+            gap = int(gap)
         if gap < 1:
             raise ValueError(f"gap must be ≥ 1, got {gap!r}")
-        out: _F64 = x
-        if self.smooth:
-            out, state = self._smooth(x, state, gap)
-        else:
+        # the chunk's level: the smoother's observation, and the finiteness check in the same
+        # pass over the chunk (a NaN or ±inf value makes the level, then level·level, non-finite)
+        level = np.dot(self._mean_weights, x)
+        if not math.isfinite(np.dot(level, level)):
+            _check_values(x, n, n_features)  # raises, unless finite values overflowed: then as before
+        if not self.smooth:
             state = None
+        elif state is None:
+            state = FilterState(level, self.noise.level_variance)
+        else:
+            delta, variance = self._update(level, state, gap)
+            x, owned = x + delta, True
+            state = FilterState(np.add(level, delta, out=delta), variance)
         if self.consistent:
-            out = self._projection.apply(out)
-        elif out is x:
-            out = x.copy()
-        return out, state
+            return self._projection.apply(x, x if owned else np.empty(self._shape)), state
+        return (x if owned else x.copy()), state
 
-    def _smooth(self, x: _F64, state: FilterState | None, gap: int) -> tuple[_F64, FilterState]:
-        level = self._mean_weights @ x
-        if state is None:
-            return x.copy(), FilterState(level, self.noise.level_variance)
+    def _update(self, level: _F64, state: FilterState, gap: int) -> tuple[_F64, _F64]:
+        """One step of the Kalman filter on the levels: the correction of ``level`` and the next
+        variance, each a new array."""
         prior = state.variance + (self._process if gap == 1 else self._process * gap)
-        gain = prior / (prior + self.noise.level_variance)
+        keep = prior + self.noise.level_variance
+        np.divide(prior, keep, out=keep)  # the Kalman gain
+        np.subtract(self._one, keep, out=keep)  # the prior's share
         # the correction of the level: 0 exactly for a dropped feature (observation variance 0:
         # gain 1), which is never moved
-        delta = (state.estimate - level) * (1.0 - gain)
-        return x + delta, FilterState(level + delta, (1.0 - gain) * prior)
+        delta = state.estimate - level
+        np.multiply(delta, keep, out=delta)
+        return delta, np.multiply(keep, prior, out=prior)
 
     def project(self, values: _F64) -> _F64:
         """Consistency only: ``values`` (n, F) projected onto the public facts, as a new array.
@@ -210,7 +237,7 @@ class PostProcessor:
             As :meth:`__call__`.
         """
         x = _check_values(values, None, self.noise.released.size)
-        return self._projection.apply(x)
+        return self._projection.apply(x, x if x is not values else np.empty(x.shape))
 
     def violation(self, values: _F64) -> float:
         """The largest violation of a public fact by ``values``, in units of its tolerance (≤ 1:
@@ -255,13 +282,13 @@ def _frozen(a: NDArray[Any]) -> _F64:
     return out
 
 
-def _check_values(values: object, n: int | None, n_features: int) -> _F64:
+def _check_values(values: object, n: int | None, n_features: int, *, finite: bool = True) -> _F64:
     if not isinstance(values, np.ndarray) or values.dtype.kind != "f":
         raise TypeError(f"values must be a float array, got {type(values).__name__} {getattr(values, 'dtype', '')}")
     if values.ndim != 2 or values.shape[1] != n_features or (n is not None and values.shape[0] != n):
         want = f"({n if n is not None else 'n'}, {n_features})"
         raise ValueError(f"values must have shape {want}, got {values.shape}")
-    if not np.isfinite(values).all():
+    if finite and not np.isfinite(values).all():
         raise ValueError("values must be finite")
     return values if values.dtype == np.float64 else values.astype(np.float64)
 
