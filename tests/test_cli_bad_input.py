@@ -4,14 +4,17 @@ Each row is a command line, the exit status it must end with, and a pattern the 
 writes to stderr must match, naming the input at fault. No row may print a traceback or leave
 anything partial behind (no ``.partial`` file or staging folder, no output), except the rows in
 ``WRITES``: they run to the end and say on that line what their output leaves out (gaze mostly under
-the confidence threshold, steps outside the public chunk grid). Sockets are real
-(a port made busy by binding it here), paths are real files and folders under ``tmp_path``.
+the confidence threshold, steps outside the public chunk grid). Work the options make too large for
+the machine's memory is refused before it starts; long work is announced before it starts (status
+``KILLED``: the test reads that line, then kills the process, so no row runs for long). Sockets are
+real (a port made busy by binding it here), paths are real files and folders under ``tmp_path``.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +30,23 @@ from streamdp.network.sink import ReleasePublisher
 from streamdp.synthetic import generate
 
 from .recording_files import write_capture_recording
+from .stderr_lines import first_lines_then_kill
+
+#: the configuration files of the table's {tmp}: unknown keys, keys a command does not read, bad values
+CONFIG_FILES = {
+    "bad.toml": "epsilom = 2\n",
+    "gaze.toml": "gaze_epsilon = 5.0\n",
+    "session.toml": 'epsilon = 0.5\nunit = "session"\nbudget = 500.0\n',
+    "live.toml": "reorder_window = 0.5\n",
+    "replay.json": '{"config": {"epsilon": 2.0}}\n',
+    "typos.toml": "epsilom = 1\nwindw = 2\n",
+    "table.toml": "[privacy]\nepsilon = 1.0\n",
+    "notoml.toml": "epsilon = = 1\n",
+    "badstep.toml": "step = -1.0\n",
+    "wrongtype.toml": 'epsilon = "high"\n',
+    "garbage.json": "not json\n",
+    "negseed.toml": "seed = -3\n",
+}
 
 #: placeholders in the table: {tmp} the test's folder, {busy} a port a plain socket listens on,
 #: {relay} the port of a running relay's publisher, {cert} a certificate pair in {tmp}/certs
@@ -37,6 +57,12 @@ BUSY = r"tcp://127\.0\.0\.1:\d+: cannot listen there: the address is already in 
 #: whose steps with full windows (t 1030–1039 s) hold no slot of 16 steps of the public grid, one of 8
 LOST = r"all 8000 gaze samples are below --min-confidence 0\.6 \(as when the eye tracker loses the eye\)"
 GRID = r"chunks are fixed slots of {n} steps × 0\.5 s on the public grid of the source clock \(one every {s} s, "
+
+#: how every estimate ends
+WITHIN = r"\(an estimate, within a factor of 3\)"
+#: the status of a row whose work is long but announced before it starts: the test reads the
+#: announcement and kills the process (SIGKILL), never running the work
+KILLED = -signal.SIGKILL
 
 #: a features run on {tmp}/gaze.csv, and the options that describe its format
 CSV = ["features", "{tmp}/gaze.csv", "--out", "{tmp}/f.csv"]
@@ -281,6 +307,121 @@ ROWS = [
     ("replay-nowhere", ["replay", "{data}/nowhere", "--out", "{tmp}/o"], 1,
      r"^streamdp replay: error: .*/nowhere: cannot read: .*/nowhere: no plausible gaze left: 8000 of 8000 .*; "
      r"nothing written to .*/o$"),
+    # work sized by the options: refused when it cannot fit in memory, else announced before it starts
+    # (issue #27 item 2; KILLED rows: the test reads the announcement, then kills the process)
+    ("features-step-an-hour", ["features", "--synthetic", "3600", "--step", "1e-6", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: needs about \S+ years and \S+ TB of memory for 3\.6e\+09 steps × 52 features "
+     rf"{WITHIN}, more than the \S+ [GT]B this machine has available: give a larger --step or less gaze$"),
+    ("features-step-long", ["features", "{data}/far", "--step", "1e-5", "--out", "{tmp}/f.csv"], KILLED,
+     rf"^streamdp features: this will take about \S+ weeks and \S+ GB of memory for 1e\+06 steps × 52 features "
+     rf"{WITHIN}; progress follows \(Ctrl-C stops it\)$"),
+    ("demo-seconds-1e7", ["demo", "--seconds", "1e7"], 2,
+     r"^streamdp demo: error: needs about .* GB of memory for 2e\+09 gaze samples → 2e\+07 steps × 52 features "
+     rf"{WITHIN}, more than .* give a smaller --seconds \(or a larger --step\)$"),
+    ("demo-offline-1e9-quiet", ["demo", "--offline", "--seconds", "1e9", "-q"], 2,
+     r"^streamdp demo: error: needs about .* TB of memory for 2e\+11 gaze samples"),
+    ("demo-step-long", ["demo", "--offline", "--step", "0.001"], KILLED,
+     r"^streamdp demo: this will take about \S+ min and \S+ MB of memory for 3e\+04 gaze samples → 1\.2e\+05 steps "
+     r"× 52 features"),
+    ("simulate-synthetic-1e7", ["simulate", "--synthetic", "1e7", "--port", "0"], 2,
+     rf"^streamdp simulate: error: needs about .* GB of memory for 2e\+09 gaze datums {WITHIN}, more than .* give a "
+     r"smaller --synthetic$"),
+    ("heatmap-shape-huge", ["heatmap", "{data}/mostly", "--out", "{tmp}/m.npy", "--shape", "10000x10000"], 2,
+     r"^streamdp heatmap: error: needs about .* GB of memory for a map of 1e\+08 pixels over 1 observer and its "
+     r"picture .* give a smaller --shape$"),
+    ("audit-runs-huge", ["audit", "--mechanisms", "lpa", "--runs", "100000000"], 2,
+     r"^streamdp audit: error: needs about .* TB of memory for 1 mechanism × 100000000 runs .* give a smaller --runs "
+     r"or fewer mechanisms$"),
+    ("audit-runs-long", ["audit", "--mechanisms", "lpa", "--runs", "10000"], KILLED,
+     rf"^streamdp audit: this will take about 70 s and 2\.2 GB of memory for 1 mechanism × 10000 runs {WITHIN}"),
+    ("evaluate-people-huge", ["evaluate", "--people", "100000", "--seconds", "10000", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: needs about .* TB of memory for 2\.4e\+11 synthetic gaze samples, then 75 jobs "
+     r"\(grid points × seeds\) .* give fewer --people, a smaller --seconds, or fewer grid points or --seeds$"),
+    ("evaluate-seeds-long", ["evaluate", "--seeds", "1000", "--out", "{tmp}/eval"], KILLED,
+     r"^streamdp evaluate: this will take about .* for 3\.5e\+05 synthetic gaze samples, then 25000 jobs "
+     r"\(grid points × seeds\) over 5\.1e\+03 feature steps"),
+    ("evaluate-gaze-people-huge", ["evaluate", "--channel", "gaze", "--people", "10000000", "--out", "{tmp}/eval"],
+     2, r"^streamdp evaluate: error: needs about .* TB of memory for 34 jobs \(grid points × seeds\) over 10000000 "
+     r"synthetic people .* or --no-reid$"),
+    # configuration files: an unknown key, or one the command does not read, names the file and the key
+    ("config-unread-evaluate", ["evaluate", "--config", "{tmp}/gaze.toml", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: .*gaze\.toml: gaze_epsilon = 5\.0: streamdp evaluate does not read gaze_epsilon "
+     r"\(read by streamdp demo, relay, replay, audit\)$"),
+    ("config-unread-doctor", ["doctor", "--config", "{tmp}/session.toml"], 2,
+     r"^streamdp doctor: error: .*session\.toml: epsilon = 0\.5: streamdp doctor does not read epsilon \(read by "),
+    ("config-unread-replay", ["replay", "x", "--out", "{tmp}/o", "--config", "{tmp}/live.toml"], 2,
+     r"^streamdp replay: error: .*live\.toml: reorder_window = 0\.5: streamdp replay does not read reorder_window "
+     r"\(read by streamdp demo, relay\)$"),
+    ("config-unread-json", ["doctor", "--config", "{tmp}/replay.json"], 2,
+     r"^streamdp doctor: error: .*replay\.json: epsilon = 2\.0: streamdp doctor does not read epsilon"),
+    ("config-typos", ["demo", "--config", "{tmp}/typos.toml"], 2,
+     r"^streamdp demo: error: .*typos\.toml: unknown keys 'epsilom' \(did you mean 'epsilon'\?\), 'windw' \(did you "
+     r"mean 'window'\?\)$"),
+    ("config-table", ["relay", "--config", "{tmp}/table.toml"], 2,
+     r"^streamdp relay: error: .*table\.toml: unknown key 'privacy'$"),
+    ("config-not-toml", ["demo", "--config", "{tmp}/notoml.toml"], 2,
+     r"^streamdp demo: error: .*notoml\.toml: not valid TOML: .*line 1"),
+    ("config-folder", ["evaluate", "--config", "{tmp}/certs", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: .*certs: is a folder, not a TOML file$"),
+    ("config-bad-step", ["demo", "--config", "{tmp}/badstep.toml"], 2,
+     r"^streamdp demo: error: .*badstep\.toml: WindowConfig\.step must be finite and > 0, got -1\.0$"),
+    ("config-wrong-type", ["demo", "--config", "{tmp}/wrongtype.toml"], 2,
+     r"^streamdp demo: error: .*wrongtype\.toml: epsilon must be a number, got 'high'$"),
+    ("config-not-json", ["replay", "x", "--out", "{tmp}/o", "--config", "{tmp}/garbage.json"], 2,
+     r"^streamdp replay: error: .*garbage\.json: not valid JSON: "),
+    ("config-negative-seed", ["demo", "--config", "{tmp}/negseed.toml"], 2,
+     r"^streamdp demo: error: .*negseed\.toml: seed must be ≥ 0 \(or None: OS entropy\), got -3$"),
+    # the configuration's own rules, as the library keeps them
+    ("demo-seed-negative", ["demo", "--offline", "--seed", "-1"], 2,
+     r"^streamdp demo: error: seed must be ≥ 0 \(or None: OS entropy\), got -1$"),
+    ("features-seed-negative", ["features", "--synthetic", "40", "--seed", "-1", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: argument --seed: must be a whole number ≥ 0, got '-1'"),
+    ("heatmap-seed-negative", ["heatmap", "x", "--out", "{tmp}/m.npy", "--seed", "-5"], 2,
+     r"^streamdp heatmap: error: argument --seed: must be a whole number ≥ 0, got '-5'"),
+    ("evaluate-seed-negative", ["evaluate", "--seed", "-1", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: argument --seed: must be a whole number ≥ 0, got '-1'"),
+    ("blink-onset", ["features", "--synthetic", "40", "--blink-onset", "1.5", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: blink_onset must be strictly between 0 and 1, got 1\.5$"),
+    ("min-blink-duration", ["heatmap", "x", "--out", "{tmp}/m.npy", "--min-blink-duration", "3"], 2,
+     r"^streamdp heatmap: error: min_blink_duration must be ≥ 0 and at most max_blink_duration \(2\.0\), got 3\.0$"),
+    ("gaze-smoothing", ["demo", "--gaze-channel", "--gaze-smoothing", "median4"], 2,
+     r"^streamdp demo: error: --gaze-smoothing must be none or median<k> with k odd, 3 ≤ k ≤ 31 ticks, "
+     r"got 'median4'$"),
+    ("chunk-length-2^21", ["demo", "--chunk-length", "2097152"], 2,
+     r"^streamdp demo: error: chunk_length must be at most 2\^20 = 1048576, got 2097152$"),
+    ("chunk-length-3", ["demo", "--offline", "--chunk-length", "3"], 2,
+     r"^streamdp demo: error: chunk_length must be a power of two ≥ 2, got 3$"),
+    ("min-confidence-2", ["features", "--synthetic", "40", "--min-confidence", "2", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: EventConfig\.min_confidence must be in \[0, 1\], got 2\.0$"),
+    ("epsilon-and-per-feature", ["demo", "--epsilon-per-feature", "1", "--epsilon", "2"], 2,
+     r"^streamdp demo: error: give epsilon \(a chunk's total, 2\.0\) or epsilon_per_feature \(1\.0\), not both$"),
+    ("epsilon-nan", ["demo", "--offline", "--epsilon", "nan"], 2, r"^streamdp demo: error: epsilon must be finite, "
+     r"got nan$"),
+    ("step-0", ["features", "--synthetic", "40", "--step", "0", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: WindowConfig\.step must be finite and > 0, got 0\.0$"),
+    ("window-negative", ["features", "--synthetic", "40", "--window", "-5", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: WindowConfig\.window must be finite and > 0, got -5\.0$"),
+    # what argparse refuses: one line, no usage block
+    ("no-command", [], 2, r"^streamdp: error: the following arguments are required: COMMAND \(see streamdp --help\)$"),
+    ("unknown-command", ["frobnicate"], 2, r"^streamdp: error: argument COMMAND: invalid choice: 'frobnicate'"),
+    ("features-no-out", ["features", "--synthetic", "40"], 2,
+     r"^streamdp features: error: the following arguments are required: --out"),
+    ("step-word", ["features", "--synthetic", "40", "--step", "fast", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: argument --step: invalid float value: 'fast'"),
+    ("features-synthetic-0", ["features", "--synthetic", "0", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: argument --synthetic: must be a number > 0, got '0'"),
+    ("demo-seconds-inf", ["demo", "--seconds", "inf"], 2,
+     r"^streamdp demo: error: argument --seconds: must be a number > 0, got 'inf'"),
+    ("heatmap-shape-word", ["heatmap", "x", "--out", "{tmp}/m.npy", "--shape", "big"], 2,
+     r"^streamdp heatmap: error: --shape must be HEIGHTxWIDTH, e\.g\. 48x64, got 'big'$"),
+    ("evaluate-epsilons-0", ["evaluate", "--epsilons", "0", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: argument --epsilons: must be a number > 0, got '0'"),
+    ("evaluate-workers-0", ["evaluate", "--workers", "0"], 2,
+     r"^streamdp evaluate: error: argument --workers: must be a whole number ≥ 1, got '0'"),
+    ("audit-runs-10", ["audit", "--runs", "10"], 2, r"^streamdp audit: error: --runs must be ≥ 20, got 10$"),
+    ("subscribe-nothing", ["subscribe"], 2,
+     r"^streamdp subscribe: error: the following arguments are required: endpoint"),
+    ("budget-nothing", ["budget"], 2, r"^streamdp budget: error: the following arguments are required: ACTION"),
 ]
 
 #: rows run in a fresh interpreter: what a library prints while the interpreter tears an object
@@ -342,13 +483,16 @@ def test_bad_input_ends_with_one_line_naming_it(
     (tmp_path / "certs").mkdir()
     zmq.auth.create_certificates(str(tmp_path / "certs"), "server")
     (tmp_path / "garbage.key").write_text("not a certificate\n")
-    (tmp_path / "bad.toml").write_text("epsilom = 2\n")
+    for name, text in CONFIG_FILES.items():
+        (tmp_path / name).write_text(text)
     cells = [f"{1000 + 5 * i};0.5;0.{i % 9};0.9" for i in range(400)]
     cells[6] = "1030;abc;0.5;0.9"
     (tmp_path / "gaze.csv").write_text("\n".join(cells) + "\n")
     before = _files(tmp_path)
     args = [a.format(tmp=tmp_path, data=data, **ports) for a in argv]
-    if row in SUBPROCESS:
+    if code == KILLED:
+        status, err = KILLED, "\n".join(first_lines_then_kill(args, 1))
+    elif row in SUBPROCESS:
         proc = subprocess.run(
             [sys.executable, "-m", "streamdp.cli", *args], capture_output=True, text=True, timeout=60,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},

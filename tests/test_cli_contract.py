@@ -57,6 +57,7 @@ VALUES = {
     "min_confidence": ["0.3"],
     "gaze_smoothing": ["median3"],
     "max_fixation_duration": ["2"],
+    "blink_onset": ["0.7"],  # twice the default is 1, which the filter's response never exceeds
     "reorder_window": ["0.3"],
     "deadline_slack": ["0.7"],
 }

@@ -16,7 +16,9 @@ The real-time gaze channel (``--channel gaze``) is audited too: each gaze mechan
 channel to the tick messages' bytes, with its publish times in a live session
 (:func:`~streamdp.privacy.audit.gaze_timing.audit_gaze_channel`). ``--channel`` defaults to both
 channels, or to the one whose mechanisms are named (``--mechanisms`` or ``--transforms`` …:
-features; ``--gaze-mechanisms``: gaze). The exit status is 1 when any audit fails.
+features; ``--gaze-mechanisms``: gaze). The exit status is 1 when any audit fails. Its cost
+(mechanisms × ``--runs``) is estimated first: refused beyond the machine's memory, announced over a
+minute, its progress shown per mechanism (:mod:`streamdp.cli.progress`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..config import SessionConfig
 from ..errors import StreamdpError
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS
+from .cost import audit_cost
 from .evaluate import grid_axis
 from .format import counted
 from .gaze_options import gaze_option_names, name_gaze_option
@@ -43,7 +46,8 @@ from .options import (
     option_name,
     reads,
 )
-from .parsing import COUNT, FRACTION, POSITIVE
+from .parsing import COUNT, FRACTION, POSITIVE, SEED
+from .progress import Progress, preview, progress_after
 
 #: the mechanism parameters audited over, beyond what the configuration fixes
 _PARAMETERS = ("transform", "k", "sensitivity")
@@ -89,7 +93,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", type=COUNT, default=2000, help="evaluation runs per neighbouring input, ≥ 20")
     p.add_argument("--alpha", type=FRACTION, default=0.01, help="1 − confidence of the bound, strictly between 0 and 1")
     add_config_options(p, READS)
-    p.add_argument("--seed", type=int, default=0, action=GivenValue, help="seed of the audit's noise")
+    p.add_argument("--seed", type=SEED, default=0, action=GivenValue, help="seed of the audit's noise")
     p.set_defaults(handler=run, chunk_length=32)
 
 
@@ -185,13 +189,18 @@ def run(args: argparse.Namespace) -> int:
     )
     gazes = gaze_configs(base, args) if "gaze" in channels else []
     seed = base.seed if base.seed is not None else 0
-    failed = _audit_features(mechanisms, args, seed) if mechanisms else 0
-    if gazes:
-        failed += _audit_gaze(gazes, args, seed)
+    cost = audit_cost(audits=len(mechanisms), gaze_audits=len(gazes), runs=args.runs, chunk_length=base.chunk_length)
+    long = preview(cost, "audit")
+    total = len(mechanisms) + len(gazes)
+    show, delay = not args.quiet, progress_after(long)
+    with Progress("audit", estimate=cost.seconds, total=total, unit="mechanism", show=show, delay=delay) as progress:
+        failed = _audit_features(mechanisms, args, seed, progress) if mechanisms else 0
+        if gazes:
+            failed += _audit_gaze(gazes, args, seed, progress)
     return 1 if failed else 0
 
 
-def _audit_features(mechanisms: list[Any], args: argparse.Namespace, seed: int) -> int:
+def _audit_features(mechanisms: list[Any], args: argparse.Namespace, seed: int, progress: Progress) -> int:
     """Audit the chunk mechanisms, a line each; the number that failed."""
     from ..privacy.audit import audit_mechanism
 
@@ -204,6 +213,7 @@ def _audit_features(mechanisms: list[Any], args: argparse.Namespace, seed: int) 
     failed = 0
     for mech in mechanisms:
         res = audit_mechanism(mech, runs=args.runs, alpha=args.alpha, seed=seed)
+        progress.advance()
         d = res.description
         failed += not res.passed
         scale = "n/a" if res.scale_epsilon is None else f"{res.scale_epsilon:.3g}/{res.scale_claimed:.3g}"
@@ -232,7 +242,7 @@ def _ok(passed: bool, fail: str = "FAIL") -> str:
     return "ok" if passed else fail
 
 
-def _audit_gaze(configs: list[SessionConfig], args: argparse.Namespace, seed: int) -> int:
+def _audit_gaze(configs: list[SessionConfig], args: argparse.Namespace, seed: int, progress: Progress) -> int:
     """Audit the gaze channel with each gaze mechanism, a line each; the number that failed."""
     from ..privacy.audit.gaze_timing import audit_gaze_channel
 
@@ -250,6 +260,7 @@ def _audit_gaze(configs: list[SessionConfig], args: argparse.Namespace, seed: in
     failed = 0
     for config in configs:
         res = audit_gaze_channel(config, distance=args.gaze_distance, trials=args.runs, alpha=args.alpha, seed=seed)
+        progress.advance()
         failed += not res.passed
         scale = f"{res.scale_epsilon:.3g}/{res.scale_claimed:.3g}" + ("" if res.scale_passed else "!")
         print(

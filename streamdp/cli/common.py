@@ -17,6 +17,10 @@ from ..offline.recordings import POSITION_UNITS, TIME_UNITS, CsvLayout, open_rec
 from ..offline.results import check_writable_place
 from ..plausibility import Implausible
 
+#: the rate (Hz) and length (s) of the synthetic gaze read when no recording is given
+SYNTHETIC_RATE = 200.0
+SYNTHETIC_SECONDS = 120.0
+
 #: CsvLayout fields and the options that give them, for error messages
 _CSV_OPTIONS = (
     ("columns", "--csv-columns"),
@@ -175,7 +179,7 @@ def load_recording(
     report: Callable[[Implausible], object] | None = None,
 ) -> Recording:
     """The recording at ``path`` (read with ``layout`` when given, else any format the readers
-    know), or ``synthetic`` seconds of synthetic gaze (default 120) when no path is given. A
+    know), or ``synthetic`` seconds of synthetic gaze (default :data:`SYNTHETIC_SECONDS`) when no path is given. A
     recording's gaze is held to the public plausibility bounds: what they leave out goes to
     ``report`` (:func:`~streamdp.readers.plausible_recording`).
 
@@ -189,7 +193,7 @@ def load_recording(
             raise InputError("--csv-columns describes a CSV file: give its path")
         from ..synthetic import generate
 
-        return generate(duration=synthetic or 120.0, seed=seed).recording
+        return generate(duration=synthetic or SYNTHETIC_SECONDS, rate=SYNTHETIC_RATE, seed=seed).recording
     from ..readers import plausible_recording, read_recording
 
     if layout is None:

@@ -10,7 +10,9 @@ stays local too: the networked demo reads it from the session (a sink of its own
 sanitized socket, which carries chunks only. With ``--gaze-channel`` the session also releases the
 real-time gaze channel's ticks (60 a second by default); the subscriber (or, ``--offline``, a sink
 of the session) counts them and, after the chunks, one line says in words what was received and
-what it protects (on stderr with ``--json``, where stdout holds the chunks only).
+what it protects (on stderr with ``--json``, where stdout holds the chunks only). A ``--seconds``
+(or ``--step``) whose work would not fit in memory is refused before the gaze is made; work over a
+minute is announced, then its progress shown (:mod:`streamdp.cli.progress`).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from ..session import Session
 from ..status import SessionStatus, StatusEvent, check_status
 from .console import say
 from .contract import Excludes
+from .cost import demo_cost
 from .format import PrintingSink, counted, format_chunk, format_local, format_status, json_line
 from .gaze_format import GAZE_TOPIC, GazeTally
 from .gaze_options import gaze_options_checked
 from .options import add_config_file_option, add_config_options, reads
 from .parsing import NON_NEGATIVE, POSITIVE
+from .progress import Progress, preview, progress_after
 
 #: the synthetic gaze's sampling rate (Hz)
 RATE = 200.0
@@ -113,9 +117,19 @@ def _synthetic(seconds: float) -> Recording:
 
 def run(args: argparse.Namespace) -> int:
     config = gaze_options_checked(args)  # bad options fail here, before any socket exists
-    rec = _synthetic(args.seconds)
-    check_long_enough(args.seconds, rec, config)
-    return _offline(args, config, rec) if args.offline else _networked(args, config, rec)
+    cost = demo_cost(
+        seconds=args.seconds, rate=RATE, step=config.step, window=config.window, networked=not args.offline
+    )
+    long = preview(cost, "demo")  # before the gaze is made: its size is --seconds alone
+    show, delay = not args.quiet, progress_after(long)
+    with Progress("demo", estimate=cost.seconds, show=show, delay=delay):
+        rec = _synthetic(args.seconds)
+        check_long_enough(args.seconds, rec, config)
+        if args.offline:
+            return _offline(args, config, rec)
+    total = chunks_in(rec, config)
+    with Progress("demo", estimate=cost.seconds, total=total, unit="chunk", show=show, delay=delay) as progress:
+        return _networked(args, config, rec, progress)
 
 
 def _gaze_summary(args: argparse.Namespace, tally: GazeTally | None) -> None:
@@ -167,7 +181,7 @@ class LocalTap:
         return s.released if s is not None and s.budget_exhausted else None
 
 
-def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording) -> int:
+def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording, progress: Progress) -> int:
     import threading
     import time
 
@@ -229,6 +243,7 @@ def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording) 
                 local = format_local(tap.clipped[int(msg["ledger"]["chunk_index"])])
                 print(format_chunk(msg) + "\n" + local, flush=True)
             got += 1
+            progress.advance()
     finally:
         if relay is not None:
             relay.stop()

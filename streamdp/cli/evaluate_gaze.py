@@ -13,8 +13,10 @@ import argparse
 from ..errors import StreamdpError
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from .console import say
+from .cost import gaze_evaluate_cost
 from .options import config_from
 from .parsing import COUNT, POSITIVE
+from .progress import Progress, preview, progress_after, terminal_bar
 
 #: the gaze grid's defaults (offline.evaluate_gaze's, repeated so that the CLI imports no extra)
 DEFAULT_TICK_EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -154,32 +156,37 @@ def run_gaze(args: argparse.Namespace) -> int:
             f"--seconds {args.seconds:g}: re-identification needs ≥ 70 s (two halves of a 30 s window "
             "and more); give longer recordings or --no-reid"
         )
+    jobs = len(grid) * seeds
+    parallel = min(args.workers or default_workers(), default_workers())
+    cost = gaze_evaluate_cost(jobs=jobs, people=args.people, seconds=args.seconds, reid=reid, parallel=parallel)
+    long = preview(cost, "evaluate")
     say(
         f"gaze channel: {args.people} synthetic people (dwell {params['trials']} trials, pursuit "
         f"{params['pursuit_s']:g} s"
         + (f", reading and searching {args.seconds:g} s each)" if reid else ")")
         + f", {len(grid)} points × {seeds} seeds, filters {' '.join(filters)}"
     )
-    study = gaze_study(
-        args.people,
-        args.seconds,
-        seed,
-        trials=params["trials"],
-        pursuit_s=params["pursuit_s"],
-        reid=reid,
-        config=config,
-    )
-    jobs = len(grid) * seeds
-    rows = evaluate_gaze(
-        study,
-        grid,
-        seed=seed,
-        seeds=seeds,
-        filters=filters,
-        reid=reid,
-        workers=args.workers or min(default_workers(), jobs),
-        progress=not args.quiet,
-    )
+    show = not args.quiet and not terminal_bar()  # on a terminal, the evaluation's own bar
+    with Progress("evaluate", estimate=cost.seconds, show=show, delay=progress_after(long)):
+        study = gaze_study(
+            args.people,
+            args.seconds,
+            seed,
+            trials=params["trials"],
+            pursuit_s=params["pursuit_s"],
+            reid=reid,
+            config=config,
+        )
+        rows = evaluate_gaze(
+            study,
+            grid,
+            seed=seed,
+            seeds=seeds,
+            filters=filters,
+            reid=reid,
+            workers=args.workers or min(default_workers(), jobs),
+            progress=not args.quiet,
+        )
     meta = {
         **params,
         "seeds": seeds,

@@ -3,7 +3,9 @@
 The format follows the extension: ``.csv``, ``.npz``, or ``.parquet`` (with the ``parquet``
 extra); any other is refused before any work. A recording that gives no feature row (shorter
 than one window), or none of whose samples reaches ``--min-confidence``, writes nothing and exits
-with status 1, saying why; when more than half fall below it, a warning says what share.
+with status 1, saying why; when more than half fall below it, a warning says what share. Rows
+that would not fit in memory (a tiny ``--step``) are refused before any is computed, and work over
+a minute is announced, then its progress shown (:mod:`streamdp.cli.progress`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,22 @@ from ..errors import StreamdpError
 from ..plausibility import Implausible
 from ..schema import FEATURE_NAMES
 from ..stages.features import FeatureRows
-from .common import add_csv_options, csv_layout, load_recording, output_file, require_extra, write_atomically
+from .common import (
+    SYNTHETIC_RATE,
+    SYNTHETIC_SECONDS,
+    add_csv_options,
+    csv_layout,
+    load_recording,
+    output_file,
+    require_extra,
+    write_atomically,
+)
 from .console import say
 from .contract import Excludes
+from .cost import feature_cost
 from .options import add_config_options, config_from, reads
-from .parsing import POSITIVE
+from .parsing import POSITIVE, SEED
+from .progress import Progress, preview, progress_after
 
 #: the output formats, by extension
 SUFFIXES = (".csv", ".npz", ".parquet")
@@ -50,9 +63,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--out", required=True, help="output file: .csv, .npz, or .parquet (pip install 'streamdp[parquet]')"
     )
     p.add_argument(
-        "--synthetic", type=POSITIVE, metavar="SECONDS", help="length of synthetic gaze when no path (default: 120)"
+        "--synthetic",
+        type=POSITIVE,
+        metavar="SECONDS",
+        help=f"length of synthetic gaze when no path (default: {SYNTHETIC_SECONDS:g})",
     )
-    p.add_argument("--seed", type=int, help="seed of the synthetic gaze (default: 0)")
+    p.add_argument("--seed", type=SEED, help="seed of the synthetic gaze (default: 0)")
     add_config_options(p, READS)
     add_csv_options(p)
     p.set_defaults(handler=run)
@@ -95,6 +111,12 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() == ".parquet":
         require_extra("pyarrow", "parquet", "features")
     left_out: list[Implausible] = []
+    if args.path is None:  # the size is the user's numbers alone: said before the gaze is made
+        seconds = args.synthetic or SYNTHETIC_SECONDS
+        cost = feature_cost(
+            seconds=seconds, rate=SYNTHETIC_RATE, step=config.step, window=config.window, synthetic=True
+        )
+        long = preview(cost, "features")
     rec = load_recording(args.path, args.synthetic, args.seed or 0, layout, config, left_out.append)
     if config.blinks == "given" and rec.blinks is None:
         raise StreamdpError(f"{args.path or rec.name}: --blinks given, but the recording has no blink events")
@@ -110,9 +132,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if warning:
         print(f"streamdp: warning: {name}: {warning}", file=sys.stderr)
-    rows = Session.for_recording(config, rec).feature_rows(rec)
+    seconds = float(rec.gaze.duration) if len(rec.gaze) else 0.0
+    if args.path is not None:  # a recording's size is known once it is read
+        rate = len(rec.gaze) / seconds if seconds else 0.0
+        cost = feature_cost(seconds=seconds, rate=rate, step=config.step, window=config.window)
+        long = preview(cost, "features")
+    with Progress("features", estimate=cost.seconds, show=not args.quiet, delay=progress_after(long)):
+        rows = Session.for_recording(config, rec).feature_rows(rec)
     if not len(rows):
-        seconds = float(rec.gaze.duration) if len(rec.gaze) else 0.0
         why = (
             f"{seconds:.1f} s of gaze is shorter than one {config.window:g} s window"
             if seconds < config.window

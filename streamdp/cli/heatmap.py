@@ -6,7 +6,8 @@ on its colour bar (noisy, so some pixels are negative), and the mechanism, ε, �
 the number of observers in its title. When the noise's standard deviation is at least the map's
 mean, the map is mostly noise: a warning says so and how many observers would be needed. A
 recording none of whose samples reaches ``--min-confidence`` is refused (status 1, nothing
-written); one where more than half fall below it is warned about.
+written); one where more than half fall below it is warned about. A ``--shape`` whose map and
+picture would not fit in memory is refused before any recording is read.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import SessionConfig
 from ..config.fields import EVENT_FIELDS
 from ..errors import StreamdpError
 from ..plausibility import Implausible, share
@@ -26,9 +28,11 @@ from ..privacy.mechanisms import HEATMAP_MECHANISMS
 from .common import output_file, require_extra, write_atomically
 from .console import say
 from .contract import Excludes
+from .cost import heatmap_cost
 from .format import counted
 from .options import add_config_options, config_from, reads
-from .parsing import FRACTION, POSITIVE
+from .parsing import FRACTION, POSITIVE, SEED
+from .progress import Progress, preview, progress_after
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,8 @@ log = logging.getLogger(__name__)
 READS = reads(plus=("signal", "camera", "blinks", *EVENT_FIELDS))
 #: options that contradict each other
 CONFLICTS = (Excludes("--mechanism=laplace", "--delta", "the Laplace mechanism has no δ (it is ε-DP)"),)
+#: the picture's resolution (dots per inch)
+DPI = 120
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -58,7 +64,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--cap", default="1", help="per-pixel cap m ≥ 1 (public), or 'auto' for Algorithm 1, not private (default: 1)"
     )
     p.add_argument("--shape", default="24x32", help="HEIGHTxWIDTH of the map in pixels")
-    p.add_argument("--seed", type=int, help="noise seed (default: OS entropy)")
+    p.add_argument("--seed", type=SEED, help="noise seed (default: OS entropy)")
     add_config_options(p, READS)
     p.set_defaults(handler=run)
 
@@ -89,6 +95,18 @@ def parse_shape(text: str) -> tuple[int, int]:
     return h, w
 
 
+def figure_inches(h: int, w: int) -> tuple[float, float]:
+    """The picture's width and height in inches for a map of ``h`` × ``w`` pixels: 8 map pixels
+    an inch, with room for the axes and the colour bar.
+
+    Examples
+    --------
+    >>> figure_inches(24, 32)
+    (6.0, 4.4)
+    """
+    return w / 8 + 2.0, h / 8 + 1.4
+
+
 def _cap(text: str) -> int | None:
     if text == "auto":
         return None
@@ -103,6 +121,21 @@ def _cap(text: str) -> int | None:
 
 def run(args: argparse.Namespace) -> int:
     require_extra("matplotlib", "plot", "heatmap")  # before any work: the PNG is part of the output
+    config = config_from(args)
+    h, w = parse_shape(args.shape)
+    cap = _cap(args.cap)
+    out = output_file(args.out, (".npy",))
+    png = output_file(args.png or out.with_suffix(".png"), (".png",), option="--png")
+    fig_w, fig_h = figure_inches(h, w)
+    cost = heatmap_cost(observers=len(args.paths), pixels=h * w, figure_pixels=fig_w * fig_h * DPI**2)
+    long = preview(cost, "heatmap")  # before any recording is read: the size is --shape's
+    with Progress("heatmap", estimate=cost.seconds, show=not args.quiet, delay=progress_after(long)):
+        return _heatmap(args, config, (h, w), cap, out, png)
+
+
+def _heatmap(
+    args: argparse.Namespace, config: SessionConfig, shape: tuple[int, int], cap: int | None, out: Path, png: Path
+) -> int:
     from ..events import EventBatch
     from ..kernels.geometry import degrees_to_norm
     from ..offline.coverage import GazeTally
@@ -111,11 +144,7 @@ def run(args: argparse.Namespace) -> int:
     from ..readers import read_recording
     from ..stages.events import EventDetector
 
-    config = config_from(args)
-    h, w = parse_shape(args.shape)
-    cap = _cap(args.cap)
-    out = output_file(args.out, (".npy",))
-    png = output_file(args.png or out.with_suffix(".png"), (".png",), option="--png")
+    h, w = shape
     maps = []
     left_out: list[Implausible] = []
     for path in args.paths:
@@ -197,12 +226,12 @@ def _picture(noisy: np.ndarray, png: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     h, w = noisy.shape
-    fig, ax = plt.subplots(figsize=(w / 8 + 2.0, h / 8 + 1.4))
+    fig, ax = plt.subplots(figsize=figure_inches(h, w))
     im = ax.imshow(noisy, cmap="inferno", extent=(0, 1, 0, 1), aspect="auto")
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("scene x (normalized, 0 = left, 1 = right)")
     ax.set_ylabel("scene y (normalized, 0 = bottom, 1 = top)")
     fig.colorbar(im, ax=ax, label="fixations per observer (noisy: may be negative)")
     with open(png, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=120, bbox_inches="tight")
+        fig.savefig(fh, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(fig)

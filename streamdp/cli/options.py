@@ -15,28 +15,30 @@ field's ``keywords``, e.g. ``--k private``). The configuration validates the val
 :func:`config_from` also refuses options that do not apply (``--budget`` under the chunk unit) and
 :func:`checked` a mechanism whose noise cannot be drawn (an ε so small its scale overflows).
 
-``--config FILE`` (:func:`add_config_file_option`) starts from a TOML file of configuration
+``--config FILE`` (:mod:`streamdp.cli.config_file`) starts from a TOML file of configuration
 fields, or the ``config`` of a ``replay.json``; the options given on the command line override it
-(each option records that it was given, so an option set to its default still overrides).
+(each option records that it was given, so an option set to its default still overrides). A key of
+the file that the command does not read, and that would change the configuration, is refused as
+its option would be.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import types
 import typing
 import warnings
 from collections.abc import Sequence
 from dataclasses import MISSING, Field, fields, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..config import SessionConfig
-from ..errors import InputError, StreamdpError
+from ..errors import StreamdpError
+from .config_file import CONFIG_FILE_DEST, load_config_file
+from .config_file import add_config_file_option as add_config_file_option
 
 #: the option groups a configuration field may belong to, in the order help shows them
 GROUPS = ("privacy", "features", "gaze", "live")
@@ -62,8 +64,6 @@ _UNSET = {"budget": "required by the w-event and session units", "w": "required 
 _FIELDS_DEST = "_config_fields"
 _TYPE_DEST = "_config_type"
 _GIVEN_DEST = "_config_given"
-#: where --config's path is parsed to
-CONFIG_FILE_DEST = "config_file"
 
 
 def _mark_given(namespace: argparse.Namespace, dest: str) -> None:
@@ -259,52 +259,6 @@ def _int_or_keyword(f: Field[Any], value: Any) -> Any:
         raise StreamdpError(f"{option_name(f.name)} must be an integer{alternatives}, got {value!r}") from None
 
 
-def add_config_file_option(parser: argparse.ArgumentParser) -> None:
-    """``--config FILE``: the configuration from a TOML file (or a ``replay.json``), which the
-    options given on the command line override."""
-    parser.add_argument(
-        "--config",
-        dest=CONFIG_FILE_DEST,
-        metavar="FILE",
-        help="start from a TOML file of configuration fields (field = value, as SessionConfig.to_toml "
-        "writes), or the replay.json of a replay; options given here override it (default: none)",
-    )
-
-
-def load_config_file(path: str | Path, config_type: type[SessionConfig] = SessionConfig) -> Any:
-    """The configuration in ``path``: a TOML file of fields, or a JSON file that holds them (under
-    ``"config"``, as ``replay.json`` does, or at its top level).
-
-    Raises
-    ------
-    InputError
-        The file cannot be read or parsed, or has a key that is no field (named).
-    TypeError, ValueError
-        A value of the wrong type or out of range, named with the file and the field.
-
-    Examples
-    --------
-    >>> load_config_file("/no/such.toml")
-    Traceback (most recent call last):
-    ...
-    streamdp.errors.InputError: /no/such.toml: no such file
-    """
-    p = Path(path)
-    if p.suffix.lower() != ".json":
-        return config_type.from_toml(p)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot be read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{p}: not valid JSON: {exc}") from None
-    if isinstance(data, dict) and isinstance(data.get("config"), dict):
-        data = data["config"]
-    return config_type.from_mapping(data, source=str(p))
-
-
 def config_from(args: argparse.Namespace) -> SessionConfig:
     """The configuration the parsed options of a command describe: the ``--config`` file's, if
     one was given, with the options given on the command line over it; otherwise the options,
@@ -316,7 +270,8 @@ def config_from(args: argparse.Namespace) -> SessionConfig:
         An ``int | str`` option is neither an integer nor one of its words; ``--budget`` or
         ``--w`` where the unit does not use them.
     InputError
-        The ``--config`` file cannot be read, or has a key that is no field.
+        The ``--config`` file cannot be read, has a key that is no field, or one the command does
+        not read that would change the configuration.
     TypeError, ValueError
         From :class:`SessionConfig`: a value of the wrong type or out of range.
 
@@ -341,7 +296,8 @@ def config_from(args: argparse.Namespace) -> SessionConfig:
     path = getattr(args, CONFIG_FILE_DEST, None)
     if path:
         given: set[str] = getattr(args, _GIVEN_DEST, set())
-        base = load_config_file(path, config_type)
+        command = getattr(args, "command", None)
+        base = load_config_file(path, config_type, reads=read, command=command)
         config = replace(base, **{name: v for name, v in values.items() if name in given})
     else:
         config = config_type(**values)

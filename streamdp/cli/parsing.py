@@ -101,6 +101,7 @@ PORT = number(int, low=0, high=65535)
 POSITIVE = number(float, low=0, low_open=True)
 NON_NEGATIVE = number(float, low=0)
 FRACTION = number(float, low=0, high=1, low_open=True, high_open=True)
+SEED = number(int, low=0)
 
 
 def add_verbosity(parser: argparse.ArgumentParser, *, after_command: bool) -> None:

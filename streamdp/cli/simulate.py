@@ -3,7 +3,9 @@
 Capture starts publishing whoever listens and drops what a stalled subscriber has no room for
 (high-water mark 1000). The command asks for lossless playback instead, so that a relay started
 after it gets the whole recording: it waits for a subscriber to gaze and queues without limit;
-``--no-wait --hwm 1000`` delivers as Capture does."""
+``--no-wait --hwm 1000`` delivers as Capture does. Gaze that would not fit in memory (a huge
+``--synthetic``) is refused before it is made; playback as fast as possible (``--speed 0``) that
+takes over a minute is announced and its progress shown (:mod:`streamdp.cli.progress`)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ import argparse
 import threading
 
 from ..plausibility import Implausible
-from .common import load_recording
+from .common import SYNTHETIC_RATE, SYNTHETIC_SECONDS, load_recording
 from .console import on_stop_signals, say
 from .contract import Excludes
-from .parsing import NON_NEGATIVE, PORT, POSITIVE, number
+from .cost import simulate_cost
+from .parsing import NON_NEGATIVE, PORT, POSITIVE, SEED, number
+from .progress import Progress, preview, progress_after
 
 HWM = number(int, low=0)
 
@@ -31,9 +35,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("simulate", help="a stand-in Pupil Capture speaking the Network API")
     p.add_argument("path", nargs="?", help="recording to play (default: synthetic gaze)")
     p.add_argument(
-        "--synthetic", type=POSITIVE, metavar="SECONDS", help="length of synthetic gaze when no path (default: 120)"
+        "--synthetic",
+        type=POSITIVE,
+        metavar="SECONDS",
+        help=f"length of synthetic gaze when no path (default: {SYNTHETIC_SECONDS:g})",
     )
-    p.add_argument("--seed", type=int, help="seed of the synthetic gaze (default: 0)")
+    p.add_argument("--seed", type=SEED, help="seed of the synthetic gaze (default: 0)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind")
     p.add_argument("--port", type=PORT, default=50020, help="Pupil Remote's port, 0–65535 (0: any free port)")
     p.add_argument(
@@ -57,7 +64,15 @@ def run(args: argparse.Namespace) -> int:
     from ..network.simulator import CaptureSimulator
 
     left_out: list[Implausible] = []
+    paced = args.speed > 0 or args.loop  # played at a speed, or for ever: the wait is the user's choice
+    if args.path is None:  # said before the gaze is made: its size is --synthetic alone
+        samples = (args.synthetic or SYNTHETIC_SECONDS) * SYNTHETIC_RATE
+        cost = simulate_cost(samples=samples, synthetic=True, paced=paced)
+        long = preview(cost, "simulate")
     rec = load_recording(args.path, args.synthetic, args.seed or 0, report=left_out.append)
+    if args.path is not None:
+        cost = simulate_cost(samples=len(rec.gaze), synthetic=False, paced=paced)
+        long = preview(cost, "simulate")
     sim = CaptureSimulator(
         rec,
         host=args.host,
@@ -76,10 +91,12 @@ def run(args: argparse.Namespace) -> int:
         f"PUB_PORT {sim.ports.pub}), playing {rec.name} {pace}{', in a loop' if args.loop else ''}"
         + "".join(f"; {x.describe()}" for x in left_out if x.describe()),
     )
+    show = not args.quiet and not paced
     try:
-        while not done.is_set():
-            if sim.finished.is_set() and not args.stay:
-                break
+        with Progress("simulate", estimate=cost.seconds, show=show, delay=progress_after(long)):
+            while not done.is_set() and not sim.finished.is_set():
+                done.wait(0.1)
+        while args.stay and not done.is_set():
             done.wait(0.1)
     finally:
         sim.stop()

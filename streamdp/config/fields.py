@@ -22,6 +22,7 @@ from ..privacy.accountant import UNITS
 from ..privacy.bounds import WEIGHTS_PROFILES
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS
+from ..privacy.mechanisms.validation import check_chunk_length
 from ..schedule_defaults import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
 from ..signals import DEFAULT_SIGNAL, SIGNALS
 from ..stages.events import EventConfig
@@ -52,6 +53,9 @@ MIN_GAZE_RATE, MAX_GAZE_RATE = 1.0, 1000.0
 
 #: the scene camera when neither the configuration nor the source names one
 DEFAULT_CAMERA = "pupil_core_720p"
+#: the longest chunk: 2^20 steps are six days of gaze at the default step, and a chunk is held
+#: whole in memory and noised as one signal
+MAX_CHUNK_LENGTH = 2**20
 
 _EVENTS = EventConfig()
 #: EventConfig fields that SessionConfig holds under the same name
@@ -63,7 +67,7 @@ def _opt(default: Any, help: str, group: str, **cli: Any) -> Any:
     return field(default=default, metadata={"help": help, "group": group, **cli})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConfigFields:
     """The fields of :class:`~streamdp.config.SessionConfig` and their checks (see there).
 
@@ -224,7 +228,10 @@ class ConfigFields:
             value = getattr(self, name)
             if name != "units" and value is not None:
                 _check_real(name, value)
-        check_smoothing(self.gaze_smoothing, max_ticks=MAX_SMOOTHING_TICKS, median_only=True)
+        try:
+            check_smoothing(self.gaze_smoothing, max_ticks=MAX_SMOOTHING_TICKS, median_only=True)
+        except (TypeError, ValueError) as exc:  # the kernel speaks of "smoothing": name the field
+            raise type(exc)(f"gaze_{exc}") from None
         if not isinstance(self.gaze_mechanism, str):
             raise TypeError(f"gaze_mechanism must be one of {', '.join(GAZE_MECHANISMS)}, got {self.gaze_mechanism!r}")
         if not isinstance(self.gaze_channel, (bool, np.bool_)):
@@ -233,6 +240,12 @@ class ConfigFields:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
                 raise TypeError(f"{name} must be an int, got {v!r}")
+        check_chunk_length(self.chunk_length)
+        if self.chunk_length > MAX_CHUNK_LENGTH:
+            raise ValueError(f"chunk_length must be at most 2^20 = {MAX_CHUNK_LENGTH}, got {self.chunk_length!r}")
+        if self.seed is not None and self.seed < 0:
+            raise ValueError(f"seed must be ≥ 0 (or None: OS entropy), got {self.seed!r}")
+        self._check_blinks()
         if self.k is not None and self.k != "private" and (isinstance(self.k, bool) or not isinstance(self.k, int)):
             raise TypeError(f"k must be an int or 'private', got {self.k!r}")
         for name in ("reorder_window", "deadline_slack"):
@@ -248,6 +261,19 @@ class ConfigFields:
             raise ValueError(f"epsilon_ceiling must be > 0 (or None: no ceiling), got {self.epsilon_ceiling!r}")
         if not (self.max_event_duration > 0 and math.isfinite(self.max_event_duration)):
             raise ValueError(f"max_event_duration must be finite and > 0, got {self.max_event_duration!r}")
+
+    def _check_blinks(self) -> None:
+        """The blink filter's thresholds and durations (the event detector checks the rest)."""
+        for name in ("blink_onset", "blink_offset"):
+            # the filter's response to confidences in [0, 1] lies in [-1, 1]: 0 fires on any
+            # change, 1 never
+            if not 0 < getattr(self, name) < 1:
+                raise ValueError(f"{name} must be strictly between 0 and 1, got {getattr(self, name)!r}")
+        if not 0 <= self.min_blink_duration <= self.max_blink_duration:
+            raise ValueError(
+                f"min_blink_duration must be ≥ 0 and at most max_blink_duration ({self.max_blink_duration!r}), "
+                f"got {self.min_blink_duration!r}"
+            )
 
     def describe(self) -> dict[str, Any]:
         """Every field as plain values (for ledgers and summaries); :meth:`from_mapping` reads it back."""

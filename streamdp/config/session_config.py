@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from ..gaze_channel import GazeChannel
 from ..kernels.geometry import CAMERA_FOV_DEG
 from ..pipeline import ChunkPrivatizer, FeaturePipeline, PrivatePipeline
@@ -31,7 +33,7 @@ from .toml_files import ConfigFiles
 GAZE_SEED_OFFSET = 0x6A2E
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SessionConfig(ConfigFiles):
     """Everything that decides a session's output.
 
@@ -64,7 +66,15 @@ class SessionConfig(ConfigFiles):
         self.privacy_unit()
 
     def camera_for(self, source_camera: str | None = None) -> str:
-        """The scene camera: the configured one, else the source's, else the default."""
+        """The scene camera: the configured one, else the source's, else the default.
+
+        Raises
+        ------
+        TypeError
+            ``source_camera`` is neither a str nor None.
+        """
+        if source_camera is not None and not isinstance(source_camera, str):
+            raise TypeError(f"source_camera must be a camera's name (str) or None, got {source_camera!r}")
         if self.camera != "auto":
             return self.camera
         return source_camera if source_camera in CAMERA_FOV_DEG else DEFAULT_CAMERA
@@ -152,11 +162,17 @@ class SessionConfig(ConfigFiles):
         """The real-time gaze channel (None when off); ``live``: each tick held to its public time
         (the tick + the reorder window + the slack). Its noise has a source of its own: the OS
         CSPRNG, or with a seed ``seed + GAZE_SEED_OFFSET`` (the chunks' noise never repeats in the
-        ticks')."""
+        ticks').
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``seed`` is not an int ≥ 0 or None; the channel's mechanism refuses its fields.
+        """
+        seed = self.seed if seed is None else _seed(seed)
         mechanism = self.gaze_mechanism_instance(source_camera)
         if mechanism is None:
             return None
-        seed = self.seed if seed is None else seed
         ledger = None
         if self.identity is not None:  # the identity's ledger folder, a line of the channel's own
             ledger = LedgerStore(self.identity + GAZE_LEDGER_SUFFIX, folder=self.ledger_dir)
@@ -174,8 +190,14 @@ class SessionConfig(ConfigFiles):
 
     def rng(self, seed: int | None = None) -> RandomSource:
         """The noise's random source: bits from the OS CSPRNG when neither ``seed`` nor the
-        configured seed is set; else a seeded source, reproducible and not private."""
-        return secure_generator(self.seed if seed is None else seed)
+        configured seed is set; else a seeded source, reproducible and not private.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``seed`` is not an int ≥ 0 or None.
+        """
+        return secure_generator(self.seed if seed is None else _seed(seed))
 
     def feature_pipeline(self, source_camera: str | None = None) -> FeaturePipeline:
         """Gaze → feature rows (for the explicit, local, unsanitized ``features`` output)."""
@@ -200,6 +222,15 @@ class SessionConfig(ConfigFiles):
             self.window_config(),
             max_saccade_interval=self.max_saccade_interval,
         )
+
+
+def _seed(seed: object) -> int:
+    """A noise seed given to a method, checked as the field is."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int or None, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be ≥ 0 (or None: OS entropy), got {seed!r}")
+    return int(seed)
 
 
 @lru_cache(maxsize=16)

@@ -9,7 +9,7 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,11 +22,29 @@ from .fields import ConfigFields
 _C = TypeVar("_C", bound="ConfigFiles")
 
 
+class UnreadKey(InputError):
+    """A configuration file sets a field its reader does not read: the value would be dropped.
+
+    ``source`` is the file, ``key`` the field.
+    """
+
+    def __init__(self, message: str, *, source: str, key: str) -> None:
+        super().__init__(message)
+        self.source, self.key = source, key
+
+
 class ConfigFiles(ConfigFields):
     """The fields of a configuration, read from and written to plain values and TOML."""
 
     @classmethod
-    def from_mapping(cls: type[_C], values: Mapping[str, Any], *, source: str = "configuration") -> _C:
+    def from_mapping(
+        cls: type[_C],
+        values: Mapping[str, Any],
+        *,
+        source: str = "configuration",
+        reads: Collection[str] | None = None,
+        reader: str = "this command",
+    ) -> _C:
         """A configuration from plain values keyed by field name: a dict, a TOML file's
         contents, :meth:`describe`'s output, the ``config`` of a ``replay.json``. Fields not given
         keep their defaults.
@@ -37,13 +55,23 @@ class ConfigFiles(ConfigFields):
             Field names to values; None where the field's default is None.
         source : str
             Named first in error messages (a file's path).
+        reads : collection of str, optional
+            The fields the configuration's ``reader`` reads (a command's table): a key outside
+            it that would change the configuration is refused, never dropped. A key that holds
+            the value its field has anyway is let through, so that a whole configuration
+            (:meth:`to_toml`, a ``replay.json``) serves every reader it applies to.
+        reader : str
+            Who reads it, for the message (``"streamdp heatmap"``).
 
         Raises
         ------
         TypeError
-            ``values`` is not a mapping; a value of the wrong type (named).
+            ``values`` is not a mapping, ``reads`` not a collection of names; a value of the wrong
+            type (named).
         InputError
             A key that is no field of the configuration (named, with the nearest field).
+        UnreadKey
+            A key outside ``reads`` that would change the configuration (named, with ``source``).
         ValueError
             A value out of range (named).
 
@@ -56,9 +84,17 @@ class ConfigFiles(ConfigFields):
         Traceback (most recent call last):
         ...
         streamdp.errors.InputError: configuration: unknown key 'epsilom' (did you mean 'epsilon'?)
+        >>> SessionConfig.from_mapping({"window": 20.0, "gaze_w": 60}, reads=("window",), reader="x").gaze_w
+        60
+        >>> SessionConfig.from_mapping({"epsilon": 0.5}, source="s.toml", reads=("window",), reader="streamdp x")
+        Traceback (most recent call last):
+        ...
+        streamdp.config.toml_files.UnreadKey: s.toml: epsilon = 0.5: streamdp x does not read epsilon
         """
         if not isinstance(values, Mapping):
             raise TypeError(f"{source}: a configuration must be a mapping of field names to values, got {values!r}")
+        if reads is not None and (isinstance(reads, str) or not all(isinstance(r, str) for r in reads)):
+            raise TypeError(f"reads must be a collection of field names (str), got {reads!r}")
         names = [f.name for f in fields(cls)]
         unknown = [k for k in values if k not in names]
         if unknown:
@@ -67,6 +103,27 @@ class ConfigFiles(ConfigFields):
                 near = difflib.get_close_matches(str(key), names, n=1)
                 said.append(f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
             raise InputError(f"{source}: unknown key{'s' if len(said) > 1 else ''} {', '.join(said)}")
+        config = cls._named(values, source)
+        unread = [k for k in values if reads is not None and k not in reads]
+        if unread:
+            try:  # what the fields would be without those keys (a signal sets others' defaults)
+                without = cls._named({k: v for k, v in values.items() if k not in unread}, source)
+            except (TypeError, ValueError):
+                without = None
+            for key in unread:
+                value = getattr(config, key)
+                if without is None or getattr(without, key) != value:
+                    raise UnreadKey(
+                        f"{source}: {key} = {toml_value(value) if value is not None else 'None'}: "
+                        f"{reader} does not read {key}",
+                        source=source,
+                        key=key,
+                    )
+        return config
+
+    @classmethod
+    def _named(cls: type[_C], values: Mapping[str, Any], source: str) -> _C:
+        """``cls(**values)``, its errors naming ``source``."""
         try:
             return cls(**values)
         except (TypeError, ValueError) as exc:
@@ -75,22 +132,35 @@ class ConfigFiles(ConfigFields):
             raise
 
     @classmethod
-    def from_toml(cls: type[_C], path: str | os.PathLike[str]) -> _C:
+    def from_toml(
+        cls: type[_C],
+        path: str | os.PathLike[str],
+        *,
+        reads: Collection[str] | None = None,
+        reader: str = "this command",
+    ) -> _C:
         """A configuration from a TOML file of ``field = value`` lines (:meth:`to_toml` writes one).
-        A relative ``bounds`` path is relative to the file's folder.
+        A relative ``bounds`` path is relative to the file's folder. ``reads`` and ``reader``: as
+        in :meth:`from_mapping`.
 
         Raises
         ------
+        TypeError
+            ``path`` is not a str or path.
         InputError
             The file cannot be read, is not TOML, or has a key that is no field (named).
+        UnreadKey
+            A key outside ``reads`` that would change the configuration (named, with the file).
         TypeError, ValueError
             A value of the wrong type or out of range, named with the file and the field.
         """
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be the path of a TOML file (str or Path), got {path!r}")
         values = read_toml(path)
         bounds = values.get("bounds")
         if isinstance(bounds, str) and not Path(bounds).is_absolute():
             values["bounds"] = str(Path(path).parent / bounds)
-        return cls.from_mapping(values, source=str(path))
+        return cls.from_mapping(values, source=str(path), reads=reads, reader=reader)
 
     def to_toml(self) -> str:
         """This configuration as TOML, a commented line per field (unset fields commented out);
