@@ -100,9 +100,9 @@ class StreamDP(Plugin):
 
     Settings are those of :class:`streamdp.config.SessionConfig` (the named ones below, and any
     other field by its name), with ``blinks_from_capture`` for ``blinks="given"``, and those of
-    :class:`streamdp.capture.endpoint.EndpointSettings` (``bind``, ``curve_secret``,
-    ``curve_clients``, ``insecure``, ``status_bind``, ``status_interval``,
-    ``publish_reproducible_noise_not_private``; ``bind=None`` serves no endpoint). All are saved
+    :class:`streamdp.capture.endpoint.EndpointSettings` (``bind``, ``curve_secret``, ``curve_clients``,
+    ``insecure``, ``status_bind``, ``status_interval``, ``publish_reproducible_noise_not_private``,
+    ``pupil_remote``, ``lsl`` for LSL streams too; ``bind=None`` serves no endpoint). All are saved
     with Capture's session (:meth:`get_init_dict`).
     """
 

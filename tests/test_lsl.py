@@ -143,6 +143,30 @@ def test_the_description_holds_labels_units_and_the_public_ledger(released):
     assert gaze_root.findtext("desc/streamdp/ledger/rate_hz") == str(released.ticks[0].ledger["rate_hz"])
 
 
+def test_announce_makes_the_stream_before_its_first_release_is_pushed(released):
+    """What a replay needs: the stream exists (described by the first release, the offset measured
+    from it) before an inlet connects, so that the inlet receives the first release too."""
+    outlet = _outlet()
+    first, second = released.releases[:2]
+    try:
+        assert outlet.announce(first) == outlet.stream_names["features"]
+        assert outlet.clock_offset == pytest.approx(outlet.local_clock() - first.t[-1], abs=5.0)
+        inlet = _inlet(outlet, "features", "Features")
+        for rel in (first, second):
+            outlet.publish(rel)
+        values, stamps = _pull(inlet, len(first.t) + len(second.t))
+        assert outlet.has_consumers()
+        inlet.close_stream()
+        deadline = time.monotonic() + TIMEOUT
+        while outlet.has_consumers() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the outlet learns of the closed connection from its own thread
+        assert not outlet.has_consumers()
+    finally:
+        outlet.close()
+    np.testing.assert_array_equal(values, np.concatenate([first.values, second.values]))
+    np.testing.assert_array_equal(stamps, np.concatenate([first.t, second.t]) + outlet.clock_offset)
+
+
 def test_only_a_sealed_release_reaches_an_outlet(released):
     outlet = _outlet()
     try:
@@ -218,5 +242,6 @@ def test_the_relay_publishes_its_gaze_ticks_on_lsl_with_the_lsl_option(tmp_path)
             relay.send_signal(signal.SIGINT)
             out = relay.communicate(timeout=30)[0]
     assert relay.returncode == 0, out
-    assert values.shape == (30, 4) and np.allclose(np.diff(stamps), 1 / 60, atol=1e-6)
+    # a pull takes what has arrived: the last may bring more than the 30 asked for
+    assert len(values) >= 30 and values.shape[1] == 4 and np.allclose(np.diff(stamps), 1 / 60, atol=1e-6)
     assert infos[0].channel_count() == 4

@@ -42,8 +42,9 @@ def check_capture(
     g_pool: Any, endpoint: PluginEndpoint | None, config: SessionConfig, *, proc_net: Path = Path("/proc/net")
 ) -> DeploymentReport:
     """Is this Capture with this plugin private? Capture's ports, the plugin's endpoint (if
-    open), its durable ledger and whether its noise is seeded (it then goes onto Capture's
-    backbone too), through the doctor's one check."""
+    open) and its LSL streams, its durable ledger and whether its noise is seeded (it then goes
+    onto Capture's backbone too), through the doctor's one check (LSL streams are not resolved
+    here: that would hold up Capture's world loop)."""
     return check_ports(
         capture_ports(g_pool),
         sanitized=endpoint.endpoint if endpoint is not None else None,
@@ -55,4 +56,5 @@ def check_capture(
         seeded=config.seed is not None,
         proc_net=proc_net,
         pupil_remote=endpoint.facade.address if endpoint is not None and endpoint.facade is not None else None,
+        lsl=endpoint.lsl.name if endpoint is not None and endpoint.lsl is not None else None,
     )

@@ -11,6 +11,10 @@ defaults as ``streamdp relay`` (``--bind``, ``--curve-secret``, ``--curve-client
 own Pupil Remote (:mod:`streamdp.network.pupil_remote`, the relay's ``--pupil-remote``): apps
 written for Capture's Network API connect there and get sanitized gaze datums only, their
 requests forwarded to Capture's own Pupil Remote (``capture_remote``) by the notification policy.
+With ``lsl`` (the relay's ``--lsl``) the same releases also go onto Lab Streaming Layer streams
+``streamdp-features`` (and ``streamdp-gaze`` with the gaze channel) for LabRecorder
+(:class:`~streamdp.network.lsl_sink.LslOutlet`; pylsl must be importable inside Capture: copy it
+into the plugins folder, as Pupil's own LSL relay asks).
 """
 
 from __future__ import annotations
@@ -95,6 +99,9 @@ class EndpointSettings:
     pupil_remote: str | None = None
     capture_remote: str = DEFAULT_CAPTURE_REMOTE
     pupil_remote_gaze: str = "3d"
+    #: the sanitized releases on LSL streams too, beside the endpoint (it needs ``bind``): True for
+    #: streams ``streamdp-features``/``-gaze``, a name for ``<name>-features``/``-gaze``
+    lsl: bool | str = False
 
     def __post_init__(self) -> None:
         for name in ("bind", "curve_secret", "curve_clients", "pupil_remote"):
@@ -114,6 +121,12 @@ class EndpointSettings:
                 raise ValueError(f"{name} must be a ZeroMQ address (e.g. {_EXAMPLES[name]}), got {address!r}")
         for name in ("insecure", "publish_reproducible_noise_not_private"):
             _bool(name, getattr(self, name))
+        if not isinstance(self.lsl, (bool, str)):
+            raise TypeError(f"lsl must be a bool or a stream name, got {self.lsl!r}")
+        if self.lsl == "":
+            raise ValueError("lsl must not be empty (False: no LSL streams; True: streams streamdp-*)")
+        if self.lsl and self.bind is None:
+            raise ValueError("lsl publishes beside the endpoint: it needs bind (None serves nothing), got bind=None")
         object.__setattr__(self, "status_interval", check_seconds("status_interval", self.status_interval))
         if (self.curve_secret is None) != (self.curve_clients is None):
             raise ValueError(
@@ -196,8 +209,10 @@ class PluginEndpoint:
             self.status.close()
             raise
         self.facade: StreamdpPupilRemote | None = None
-        if settings.pupil_remote is not None:
-            try:
+        #: the LSL outlet (setting ``lsl``), or None
+        self.lsl: Any = None
+        try:
+            if settings.pupil_remote is not None:
                 self.facade = StreamdpPupilRemote(
                     settings.pupil_remote,
                     capture_remote=settings.capture_remote,
@@ -207,10 +222,12 @@ class PluginEndpoint:
                     context=context,
                     publish_reproducible_noise_not_private=settings.publish_reproducible_noise_not_private,
                 )
-            except BaseException:
-                self.publisher.close()
-                self.status.close()
-                raise
+            if settings.lsl:
+                self.lsl = _lsl_outlet(settings)
+        except BaseException:
+            self.closed = False
+            self.close()
+            raise
         self.closed = False
 
     @staticmethod
@@ -238,11 +255,13 @@ class PluginEndpoint:
             check_release_endpoint(settings.pupil_remote, curve=settings.curve, insecure=settings.insecure)
             if settings.pupil_remote == settings.capture_remote:
                 raise ValueError(f"pupil_remote {settings.pupil_remote} cannot be Capture's own Pupil Remote")
+        if settings.lsl:
+            _lsl_module()
         return settings.bind
 
     @property
     def sinks(self) -> list[Any]:
-        return [self.publisher, self.status, *([self.facade] if self.facade is not None else [])]
+        return [self.publisher, self.status, *(s for s in (self.facade, self.lsl) if s is not None)]
 
     def session_config(self, config: SessionConfig) -> SessionConfig:
         """``config`` for the session feeding this endpoint: streamdp's Pupil Remote serves the
@@ -282,16 +301,36 @@ class PluginEndpoint:
         else:
             reach = "CURVE off, insecure: anyone who reaches this machine"
         apps = "" if self.facade is None else f"; Pupil Remote for apps on {self.facade.address}"
-        return f"{self.endpoint} ({reach}){apps}"
+        lsl = "" if self.lsl is None else f"; LSL streams {self.lsl.name}-*"
+        return f"{self.endpoint} ({reach}){apps}{lsl}"
 
     def close(self) -> None:
-        """Close both sockets (unsent messages are dropped)."""
+        """Close both sockets (unsent messages are dropped), and withdraw the LSL streams."""
         if not self.closed:
             self.closed = True
             self.publisher.close()
             self.status.close()
-            if self.facade is not None:
-                self.facade.close()
+            for extra in (self.facade, self.lsl):
+                if extra is not None:
+                    extra.close()
+
+
+def _lsl_module() -> Any:
+    """pylsl, or an InputError (a ValueError: the menu shows it, Capture goes on) saying how to get it."""
+    from ..network.lsl_sink import load_pylsl
+
+    try:
+        return load_pylsl()
+    except ImportError as exc:
+        raise InputError(f"lsl: {exc} (inside Capture: pylsl in the plugins folder)") from None
+
+
+def _lsl_outlet(settings: EndpointSettings) -> Any:
+    from ..network.lsl_sink import LslOutlet
+
+    _lsl_module()
+    name = settings.lsl if isinstance(settings.lsl, str) else "streamdp"
+    return LslOutlet(name, publish_reproducible_noise_not_private=settings.publish_reproducible_noise_not_private)
 
 
 def _port_in_use(exc: BaseException) -> bool:

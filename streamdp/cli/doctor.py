@@ -88,6 +88,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..network.doctor import Finding, check_deployment, check_ports
+    from ..network.lsl_streams import survey_lsl
     from ..network.subscriber import check_address
 
     config = checked(config_from(args))
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         check_address(args.remote, example="tcp://127.0.0.1:50020")
         report = check_deployment(remote=args.remote, timeout=args.timeout, pupil_remote=args.pupil_remote, **side)
     else:
-        report = check_ports({}, **side)
+        report = check_ports({}, lsl_survey=survey_lsl(), **side)  # a raw Gaze stream on the LAN, as for Capture
         device = Finding(
             f"{'device ' + args.neon if args.neon else 'Neon/Invisible'}",
             "note",

@@ -15,13 +15,17 @@ existing one is refused unless ``--overwrite``.
 
 ``--channel gaze`` evaluates the real-time gaze channel instead (:mod:`streamdp.cli.evaluate_gaze`):
 its mechanisms × ε per tick × w on synthetic people, with options of its own.
+
+Either evaluation estimates its cost (grid points × seeds × recordings, and the synthetic people to
+make) before any work: refused beyond the machine's memory, announced over a minute, its progress
+shown (:mod:`streamdp.cli.progress`).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +34,13 @@ from ..errors import StreamdpError
 from ..privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
 from .common import add_csv_options, csv_layout, require_extra
 from .console import say
-from .contract import Excludes
+from .contract import Excludes, Needs
+from .cost import evaluate_cost, feature_steps
 from .evaluate_gaze import add_gaze_options, check_channel_options, run_gaze
 from .format import counted
 from .options import GivenValue, add_config_file_option, add_config_options, checked, config_from, option_name, reads
-from .parsing import COUNT, POSITIVE, number
+from .parsing import COUNT, POSITIVE, SEED, number
+from .progress import Progress, preview, progress_after, terminal_bar
 
 #: the re-identification splits (offline.classify.REID_SPLITS; repeated so that the CLI imports no extra)
 REID_SPLITS = ("chunked", "cross-session")
@@ -82,7 +88,11 @@ def grid_axis(
 CONFLICTS = (
     Excludes("--channel=gaze", "--postprocess", "post-processing is for chunks of features; the gaze channel's "
              "public median is --gaze-smoothing"),
+    Needs("--scheduler", "--executor=dask", "it is the address of a dask.distributed scheduler"),
+    Excludes("--workers", "--executor=dask", "the dask cluster has its own workers"),
+    Excludes("--channel=gaze", "--executor=dask", "the gaze channel's evaluation runs on local processes"),
 )  # fmt: skip
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
@@ -120,6 +130,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workers", type=COUNT, default=None, help="local worker processes (default: the processors available)"
     )
+    p.add_argument(
+        "--executor",
+        choices=("processes", "dask"),
+        default="processes",
+        help="local processes, or a dask.distributed cluster (pip install 'streamdp[dask]'; default: %(default)s)",
+    )
+    p.add_argument(
+        "--scheduler", help="dask.distributed scheduler address, with --executor dask (default: a local cluster)"
+    )
     p.add_argument("--people", type=number(int, low=2), default=6, help="synthetic people without a manifest, ≥ 2")
     p.add_argument("--seconds", type=POSITIVE, default=240.0, help="seconds per synthetic recording")
     p.add_argument(
@@ -132,7 +151,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add_config_file_option(p)
     add_config_options(p, READS)
     p.add_argument(
-        "--seed", type=int, default=0, action=GivenValue, help="seed of the noise and synthetic people (default: 0)"
+        "--seed", type=SEED, default=0, action=GivenValue, help="seed of the noise and synthetic people (default: 0)"
     )
     add_csv_options(p)
     p.set_defaults(handler=run)
@@ -174,6 +193,38 @@ def _check_chunk_lengths(recs: Sequence[Any], chunk_lengths: Sequence[int], conf
             )
 
 
+def _recordings(
+    args: argparse.Namespace, config: SessionConfig, layout: Any, seed: int, jobs: int, parallel: int
+) -> tuple[list[Any], bool]:
+    """The labelled recordings (the manifest's, or synthetic people) and whether the work was
+    announced as long: synthetic people are previewed before they are made, the grid's ``jobs``
+    with them (their number and length are the options')."""
+    from ..offline.evaluate import feature_signals, synthetic_study
+    from ..offline.manifest import read_manifest_rows
+    from ..offline.recordings import open_recording
+
+    if args.manifest:
+        manifest = read_manifest_rows(args.manifest)
+        unknown = [c for c in args.tasks if c not in ("task", "participant") and c not in manifest[0].labels]
+        if unknown:
+            raise StreamdpError(f"--tasks: {args.manifest} has no column {', '.join(map(repr, unknown))}")
+        items = [(open_recording(r.recording, layout, config), r.participant, r.task) for r in manifest]
+        return feature_signals(items, config, [r.labels for r in manifest]), False
+    if args.tasks != ["task"]:
+        raise StreamdpError("--tasks: the synthetic study has the column task only; give a --manifest")
+    recordings = 2 * args.people  # each reads and searches
+    steps = recordings * feature_steps(args.seconds, config.step, config.window)
+    cost = evaluate_cost(jobs=jobs, steps=steps, parallel=parallel, study_samples=recordings * args.seconds * 120)
+    cost = replace(cost, smaller="fewer --people, a smaller --seconds, or fewer grid points or --seeds")
+    long = preview(cost, "evaluate")
+    say(
+        f"no manifest: {args.people} synthetic people, each reading and searching for {args.seconds:g} s "
+        f"({config.signal})"
+    )
+    with Progress("evaluate", estimate=cost.seconds, show=not args.quiet, delay=progress_after(long)):
+        return feature_signals(synthetic_study(args.people, args.seconds, seed, config.signal), config, None), long
+
+
 def run(args: argparse.Namespace) -> int:
     for module in ("sklearn", "matplotlib"):
         require_extra(module, "evaluate", "evaluate")
@@ -181,9 +232,7 @@ def run(args: argparse.Namespace) -> int:
     if args.channel == "gaze":
         return run_gaze(args)
     args.seeds = args.seeds or 3
-    from ..offline.evaluate import GridPoint, default_workers, evaluate, feature_signals, synthetic_study
-    from ..offline.manifest import read_manifest_rows
-    from ..offline.recordings import open_recording
+    from ..offline.evaluate import GridPoint, default_workers, evaluate
     from ..offline.results import check_output_folder, staged_folder, write_results
 
     config = config_from(args)
@@ -205,23 +254,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     check_output_folder(out, overwrite=args.overwrite)
     seed = config.seed if config.seed is not None else 0
-    signal = getattr(config, "signal", "scene-deg")
-    if args.manifest:
-        manifest = read_manifest_rows(args.manifest)
-        unknown = [c for c in args.tasks if c not in ("task", "participant") and c not in manifest[0].labels]
-        if unknown:
-            raise StreamdpError(f"--tasks: {args.manifest} has no column {', '.join(map(repr, unknown))}")
-        items = [(open_recording(r.recording, layout, config), r.participant, r.task) for r in manifest]
-        labels = [r.labels for r in manifest]
-    else:
-        if args.tasks != ["task"]:
-            raise StreamdpError("--tasks: the synthetic study has the column task only; give a --manifest")
-        say(
-            f"no manifest: {args.people} synthetic people, each reading and searching for {args.seconds:g} s "
-            f"({signal})",
-        )
-        items, labels = synthetic_study(args.people, args.seconds, seed, signal), None
-    recs = feature_signals(items, config, labels)
+    jobs, parallel = len(grid) * args.seeds, min(args.workers or default_workers(), default_workers())
+    recs, long = _recordings(args, config, layout, seed, jobs, parallel)
     if len({r.participant for r in recs}) < 2 or len({r.task for r in recs}) < 2:
         raise StreamdpError("evaluation needs at least two participants and two tasks with enough gaze")
     splits = REID_SPLITS if args.split == "both" else (args.split,)
@@ -229,18 +263,25 @@ def run(args: argparse.Namespace) -> int:
         _check_chunk_lengths(recs, chunk_lengths, config, seed)
     if "cross-session" in splits and len({r.participant for r in recs}) == len(recs):
         raise StreamdpError("--split cross-session: no participant has two recordings")
-    rows = evaluate(
-        recs,
-        grid,
-        seed=seed,
-        progress=not args.quiet,
-        config=config,
-        seeds=args.seeds,
-        tasks=args.tasks,
-        splits=splits,
-        workers=args.workers or min(default_workers(), len(grid) * args.seeds),
-        postprocess=args.postprocess,
-    )
+    cost = evaluate_cost(jobs=jobs, steps=sum(len(r.features) for r in recs), parallel=parallel)
+    if args.manifest:  # the recordings' lengths are known once they are read
+        long = preview(cost, "evaluate")
+    show = not args.quiet and not terminal_bar()  # on a terminal, the evaluation's own bar
+    with Progress("evaluate", estimate=cost.seconds, show=show, delay=progress_after(long)):
+        rows = evaluate(
+            recs,
+            grid,
+            seed=seed,
+            progress=not args.quiet,
+            config=config,
+            seeds=args.seeds,
+            tasks=args.tasks,
+            splits=splits,
+            workers=args.workers or min(default_workers(), jobs),
+            postprocess=args.postprocess,
+            executor=args.executor,
+            scheduler=args.scheduler,
+        )
     with staged_folder(out, overwrite=args.overwrite) as stage:
         paths = [out / p.name for p in write_results(rows, stage.path, config)]
     print((out / "results.md").read_text())

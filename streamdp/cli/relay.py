@@ -241,6 +241,7 @@ def _deployment_check(args: argparse.Namespace, config: Any, curve: bool) -> Cal
         budget=config.budget,
         seeded=config.seed is not None,
         pupil_remote=args.pupil_remote,
+        lsl="streamdp" if args.lsl else None,
     )
 
 

@@ -3,26 +3,42 @@ sanitized features to files.
 
 SIGINT and SIGTERM stop the worker processes and remove the staging folder: nothing partial is
 left, and the exit status is 130 or 143. What it prints, as what it writes, never holds the seed:
-a seeded run says "noise reproducible, not private".
+a seeded run says "noise reproducible, not private". Each recording's line says what the public
+plausibility bounds left out of its gaze, when anything.
+
+With ``--lsl`` each recording's releases are also played on Lab Streaming Layer streams
+``streamdp-<recording>-features`` (and ``-gaze`` with ``--gaze-channel``), in real time, with the
+recording's own timestamps plus one offset that each stream's description states
+(:mod:`streamdp.offline.lsl_playback`): the replay waits for an inlet on each stream before its
+first release (``--lsl-wait`` bounds the wait; a recording no inlet took exits 1, its files
+written), and runs the recordings in this process, one after another.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
+from ..errors import InputError
 from .common import add_csv_options, csv_layout
 from .console import say
-from .contract import Needs
+from .contract import Excludes, Needs
 from .format import counted, json_line
 from .gaze_options import gaze_options_checked
 from .options import add_config_file_option, add_config_options, reads
-from .parsing import COUNT
+from .parsing import COUNT, POSITIVE
 
 #: the configuration fields it reads: all but the live group's (a recording is read in time order)
 READS = reads("privacy", "features", "gaze")
 #: options that do nothing without another
-CONFLICTS = (Needs("--scheduler", "--executor=dask", "it is the address of a dask.distributed scheduler"),)
+CONFLICTS = (
+    Needs("--scheduler", "--executor=dask", "it is the address of a dask.distributed scheduler"),
+    Needs("--lsl-wait", "--lsl", "it is how long the LSL streams wait for an inlet"),
+    Needs("--publish-reproducible-noise-not-private", "--lsl", "seeded noise is published only onto LSL streams"),
+    Excludes("--lsl", "--executor=dask", "the LSL streams are played from this process, where the releases are made"),
+    Excludes("--lsl", "--jobs", "the LSL streams are played from this process, one recording after another"),
+)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -43,10 +59,48 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--scheduler", help="dask.distributed scheduler address, with --executor dask (default: a local cluster)"
     )
     p.add_argument("--json", action="store_true", help="print one JSON object per recording on stdout")
+    p.add_argument(
+        "--lsl",
+        action="store_true",
+        help="also play each recording's releases on Lab Streaming Layer streams, in real time, with the "
+        "recording's timestamps (waits for an inlet; extra lsl; default: off)",
+    )
+    p.add_argument(
+        "--lsl-wait",
+        type=POSITIVE,
+        metavar="SECONDS",
+        help="with --lsl: how long each recording's streams wait for an inlet (default: until stopped)",
+    )
+    p.add_argument(
+        "--publish-reproducible-noise-not-private",
+        action="store_true",
+        help="with --lsl and --seed: publish anyway (tests and demos only: whoever knows the seed removes the noise)",
+    )
     add_config_file_option(p)
     add_config_options(p, READS)
     add_csv_options(p)
     p.set_defaults(handler=run)
+
+
+def _lsl(args: argparse.Namespace, config: Any) -> Any:
+    """What ``--lsl`` asks (None without it), refused now when it cannot be done."""
+    if not args.lsl:
+        return None
+    from ..offline.lsl_playback import LslReplay
+
+    lsl = LslReplay(
+        wait=args.lsl_wait,
+        publish_reproducible_noise_not_private=args.publish_reproducible_noise_not_private,
+        say=say,
+    )
+    try:
+        lsl.check(config)
+    except ImportError as exc:
+        raise InputError(f"--lsl: {exc}") from None
+    except ValueError as exc:
+        flag = "--publish-reproducible-noise-not-private"
+        raise InputError(f"--lsl: {exc}".replace("publish_reproducible_noise_not_private", flag)) from None
+    return lsl
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = gaze_options_checked(args)  # bad options fail here, before any work starts
     layout = csv_layout(args, config)
+    lsl = _lsl(args, config)
     results = replay(
         args.paths,
         args.out,
@@ -64,8 +119,9 @@ def run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         progress=not args.quiet,
         layout=layout,
+        lsl=lsl,
     )
-    unreadable = 0
+    unreadable = unplayed = 0
     alone = len(results) == 1
     for r in results:
         if args.json:
@@ -79,14 +135,24 @@ def run(args: argparse.Namespace) -> int:
             continue
         if r.note:
             say(f"streamdp replay: {r.path}: {r.note}")
+        if r.implausible and args.json:
+            say(f"streamdp replay: {r.path}: {r.implausible}")
+        if r.lsl_problem:
+            unplayed += 1
+            print(f"streamdp: warning: {r.path}: {r.lsl_problem}", file=sys.stderr)
         if not args.json:
             noise = f"noise {noise_statement(r.seed)}"
             ticks = f", {counted(r.ticks, 'gaze tick')}" if config.gaze_channel else ""
-            print(f"{r.path}: {counted(r.chunks, 'sanitized chunk')}{ticks} ({noise}) → {args.out}/{r.name}.*")
+            played = f" and LSL {' and '.join(r.lsl)}" if r.lsl else ""
+            left_out = f"; {r.implausible}" if r.implausible else ""
+            print(
+                f"{r.path}: {counted(r.chunks, 'sanitized chunk')}{ticks} ({noise}) → {args.out}/{r.name}.*"
+                f"{played}{left_out}"
+            )
     if not any(r.chunks for r in results):
         # one recording: its reason is the error; several: each said why above
         every = f"every recording was skipped ({counted(len(results), 'recording')})"
         why = f"{results[0].path}: {results[0].skipped}" if alone else every
         print(f"streamdp replay: error: {why}; nothing written to {args.out}", file=sys.stderr)
         return 1
-    return 1 if unreadable else 0
+    return 1 if unreadable or unplayed else 0

@@ -7,7 +7,11 @@ the backbone's ports, finds where each port is bound in the system's table of li
 (:mod:`streamdp.network.listening`), and looks at streamdp's own side: the sanitized endpoint
 (CURVE on or off), the owner's status endpoint (loopback or ipc only), the durable ledger (ε
 spent and left) and whether the noise is seeded. :func:`check_ports` is the same check for a
-caller that already knows Capture's ports (the Capture plugin).
+caller that already knows Capture's ports (the Capture plugin). Lab Streaming Layer streams have no
+authentication: :func:`check_deployment` also lists the LSL streams that answer within half a
+second (:mod:`streamdp.network.lsl_streams`: streamdp's carry sanitized releases only, another gaze
+stream on this machine, such as Pupil's LSL relay, is raw gaze exposed), and a caller with its own
+outlet names it (``lsl``).
 
 The verdict's exit code: 0 private, 1 raw gaze (or what stands for it) reachable beyond
 loopback, 2 could not check. A port bound to every interface counts as reachable unless the
@@ -36,6 +40,7 @@ from .deployment import EXIT_PRIVATE, EXIT_RAW_REACHABLE, EXIT_UNCHECKED, Deploy
 from .firewall import firewall_commands
 from .firewall_rules import FirewallReading, read_firewall
 from .listening import ListeningSocket, ListeningTableUnavailable, listening_sockets
+from .lsl_streams import LSL_LOOK_S, LslSurvey, check_look, lsl_findings, outlet_finding, survey_lsl
 from .remote_ports import RemoteUnanswered, ask_ports, facade_finding
 
 __all__ = [
@@ -210,6 +215,8 @@ def check_ports(
     proc_net: Path = Path("/proc/net"),
     firewall: FirewallReading | None = None,
     pupil_remote: str | None = None,
+    lsl: str | None = None,
+    lsl_survey: LslSurvey | None = None,
 ) -> DeploymentReport:
     """The deployment check for a caller that knows Capture's raw-gaze ports.
 
@@ -236,6 +243,10 @@ def check_ports(
     pupil_remote : str, optional
         streamdp's own Pupil Remote (``relay --pupil-remote``): asked for its ports, which must
         not be Capture's (:func:`~streamdp.network.remote_ports.facade_finding`).
+    lsl : str, optional
+        The name of streamdp's own LSL outlet (``relay --lsl``, the plugin's ``lsl``): its streams.
+    lsl_survey : LslSurvey, optional
+        The LSL streams resolved on the network (:func:`~streamdp.network.lsl_streams.survey_lsl`).
 
     Raises
     ------
@@ -267,6 +278,10 @@ def check_ports(
     findings += _endpoint_findings(sanitized, curve, status, table)
     if pupil_remote is not None:
         findings.append(facade_finding(pupil_remote, raw_ports, curve=curve))
+    if lsl is not None:
+        findings.append(outlet_finding(lsl))
+    if lsl_survey is not None:
+        findings += lsl_findings(lsl_survey, known=(lsl,) if lsl is not None else ())
     if seeded:
         findings.append(
             Finding("noise", "exposed", "seeded: reproducible, not private (whoever knows the seed removes it)")
@@ -311,8 +326,11 @@ def check_deployment(
     firewall: FirewallReading | None = None,
     context: zmq.Context | None = None,
     pupil_remote: str | None = None,
+    lsl: str | None = None,
+    lsl_timeout: float | None = LSL_LOOK_S,
 ) -> DeploymentReport:
-    """The whole check: Capture's ports asked of Pupil Remote at ``remote``, then :func:`check_ports`.
+    """The whole check: Capture's ports asked of Pupil Remote at ``remote``, then :func:`check_ports`
+    with the LSL streams that answer within ``lsl_timeout`` seconds (None: not looked for).
 
     Parameters
     ----------
@@ -320,7 +338,7 @@ def check_deployment(
         Pupil Remote's address, e.g. ``tcp://127.0.0.1:50020``.
     timeout : float
         Seconds Pupil Remote has to answer each question.
-    sanitized, curve, status, identity, ledger_dir, budget, seeded, platform, proc_net, firewall, pupil_remote
+    sanitized, curve, status, identity, ledger_dir, budget, seeded, platform, proc_net, firewall, pupil_remote, lsl
         As for :func:`check_ports`.
 
     Returns
@@ -331,9 +349,9 @@ def check_deployment(
     Raises
     ------
     TypeError
-        ``remote`` is not a str, ``timeout`` not a number.
+        ``remote`` is not a str, ``timeout`` or ``lsl_timeout`` not a number.
     ValueError
-        ``remote`` is not a ``tcp://host:port`` address, ``timeout`` is not positive.
+        ``remote`` is not a ``tcp://host:port`` address, ``timeout`` or ``lsl_timeout`` is not positive.
     """
     if not isinstance(remote, str):
         raise TypeError(f"remote must be a str such as 'tcp://127.0.0.1:50020', got {remote!r}")
@@ -343,6 +361,8 @@ def check_deployment(
         raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
     if not 0 < timeout < float("inf"):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if lsl_timeout is not None:
+        check_look(lsl_timeout)
     platform = sys.platform if platform is None else platform
     try:
         ports = ask_ports(remote, timeout=timeout, context=context)
@@ -363,4 +383,6 @@ def check_deployment(
         proc_net=proc_net,
         firewall=firewall,
         pupil_remote=pupil_remote,
+        lsl=lsl,
+        lsl_survey=survey_lsl(lsl_timeout) if lsl_timeout is not None else None,
     )

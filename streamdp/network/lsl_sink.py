@@ -25,9 +25,10 @@ time): ``lsl = t + offset``, the offset measured once, at the first release of e
 ``local_clock() − t`` of that release's last step (the newest instant it describes), so both
 streams share one mapping. A live relay releases a chunk a little after its last step, so the
 streams lag the true LSL time of the gaze by that first release's latency (constant, not drift);
-when Pupil time already is the LSL clock (Capture's LSL time sync), pass ``clock_offset=0.0``. A
-replay publishes with the recording's timestamps mapped the same way: the recording plays as if it
-had started just before the first release.
+when Pupil time already is the LSL clock (Capture's LSL time sync), pass ``clock_offset=0.0``.
+``streamdp replay --lsl`` (:mod:`streamdp.offline.lsl_playback`) maps a recording's own timestamps
+the same way, the offset taken when its streams are made (:meth:`LslOutlet.announce`, before an
+inlet can connect), and plays the releases at the recording's pace.
 
 LSL has no authentication or encryption: any host of the local network can resolve and read the
 streams. Only sanitized releases reach them, so what they expose is what the ledger's guarantee
@@ -44,96 +45,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..privacy.release import PrivateRelease, check_sealed
-from ..schema import FEATURE_NAMES, WORDBOOK_ORDERS
 from ..status import SessionStatus, check_status
 from .gaze_client import TICK_NAMES
+from .lsl_units import GAZE_UNITS, feature_units
 from .sink import check_private_noise
 
-__all__ = ["GAZE_UNITS", "LslOutlet", "feature_units"]
+__all__ = ["GAZE_UNITS", "LslOutlet", "feature_units", "load_pylsl"]
 
 log = logging.getLogger(__name__)
 
-#: the gaze channel's units, by channel
-GAZE_UNITS = {"x_deg": "deg", "y_deg": "deg", "x_norm": "normalized", "y_norm": "normalized"}
 #: the LSL stream type of each channel (``ledger["channel"]``; a chunk's ledger names none)
 _STREAM_TYPES = {"features": "Features", "gaze": "Gaze"}
 #: the channel type LabRecorder shows beside each label
 _CHANNEL_TYPES = {"features": "Feature", "gaze": "Gaze"}
 
 
-def feature_units(position_unit: str = "deg", diameter_unit: str = "mm") -> dict[str, str]:
-    """The unit of each feature of :data:`~streamdp.schema.FEATURE_NAMES`.
-
-    Rates are events per second (``Hz``); ratios are dimensionless (``ratio``); durations in
-    seconds; amplitudes and fixation dispersions in ``position_unit`` (the event detector's
-    ``units``: ``deg``, or ``norm`` for normalized positions); pupil features in ``diameter_unit``
-    (``mm``, ``px``, or ``none``); wordbook statistics count n-grams. A variance carries the square
-    of its quantity's unit, the variance of a variance the fourth power.
-
-    Parameters
-    ----------
-    position_unit : str
-        The unit of gaze positions the events were detected in.
-    diameter_unit : str
-        The unit of the pupil diameter.
-
-    Returns
-    -------
-    dict
-        Feature name → unit, in schema order.
-
-    Raises
-    ------
-    ValueError
-        A unit is not a non-empty string.
-
-    Examples
-    --------
-    >>> units = feature_units()
-    >>> units["fixation_rate"], units["saccade_amplitude_var"], units["pupil_var_var"], units["wordbook2_var"]
-    ('Hz', 'deg^2', 'mm^4', 'count^2')
-    >>> len(units) == len(FEATURE_NAMES)
-    True
-    """
-    for what, unit in (("position_unit", position_unit), ("diameter_unit", diameter_unit)):
-        if not isinstance(unit, str) or not unit:
-            raise ValueError(f"{what} must be a non-empty string, got {unit!r}")
-    pos, dia = position_unit, diameter_unit
-    units = {
-        "saccades_per_fixation": "ratio",
-        "saccade_amplitude_mean": pos,
-        "saccade_amplitude_var": f"{pos}^2",
-        "saccade_amplitude_max": pos,
-        "fixation_duration_mean": "s",
-        "fixation_duration_var": "s^2",
-        "fixation_duration_max": "s",
-        # the mean and the variance over fixations of each fixation's positional variance
-        "fixation_var_x_mean": f"{pos}^2",
-        "fixation_var_y_mean": f"{pos}^2",
-        "fixation_var_x_var": f"{pos}^4",
-        "fixation_var_y_var": f"{pos}^4",
-        "pupil_mean_mean": dia,
-        "pupil_mean_var": f"{dia}^2",
-        "pupil_var_mean": f"{dia}^2",
-        "pupil_var_var": f"{dia}^4",
-        "blink_duration_mean": "s",
-        "blink_duration_var": "s^2",
-    }
-    for name in FEATURE_NAMES:
-        if name.endswith("_rate"):
-            units[name] = "Hz"
-        elif name.endswith("_ratio"):
-            units[name] = "ratio"
-    for n in WORDBOOK_ORDERS:
-        for stat in ("distinct", "max", "min", "range", "mean"):
-            units[f"wordbook{n}_{stat}"] = "count"
-        units[f"wordbook{n}_var"] = "count^2"
-    missing = set(FEATURE_NAMES) - set(units)
-    assert not missing, f"features without a unit: {sorted(missing)}"
-    return {name: units[name] for name in FEATURE_NAMES}
-
-
-def _pylsl() -> Any:
+def load_pylsl() -> Any:
     """pylsl, imported now, with a one-line error without the extra; its import warnings logged."""
     # pylsl warns at import when the liblsl it finds is older than it wants: worth a log line,
     # not an exception in the caller (the test suite turns warnings into errors)
@@ -231,7 +158,7 @@ class LslOutlet:
                 f"publish_reproducible_noise_not_private must be a bool, got {publish_reproducible_noise_not_private!r}"
             )
         self._units = {"features": feature_units(position_unit, diameter_unit), "gaze": dict(GAZE_UNITS)}
-        self._lsl = _pylsl()
+        self._lsl = load_pylsl()
         self.name = name
         self.source_id = source_id or name
         #: seconds from the source's clock to the LSL clock; None until the first release
@@ -264,24 +191,11 @@ class LslOutlet:
         RuntimeError
             The outlet is closed.
         """
-        check_sealed(release)
-        check_private_noise(release, self.publish_reproducible_noise_not_private)
-        if self.closed:
-            raise RuntimeError("this LslOutlet is closed: nothing more is published")
-        if len(release.t) == 0:
+        if len(check_sealed(release).t) == 0:
+            check_private_noise(release, self.publish_reproducible_noise_not_private)
             return
-        channel = "gaze" if release.ledger.get("channel") == "gaze" else "features"
-        if self.clock_offset is None:
-            # once, for both streams: their samples stay comparable to each other
-            self.clock_offset = float(self._lsl.local_clock()) - float(release.t[-1])
-        outlet = self._outlets.get(channel)
-        if outlet is None:
-            outlet = self._outlets[channel] = self._make_outlet(channel, release)
-        elif release.names != self._names[channel]:
-            raise ValueError(
-                f"this release's names differ from the {self._stream_name(channel)} stream's channels: "
-                "a stream's channels are fixed when it is made"
-            )
+        outlet = self._outlets[self._ready(release)]
+        assert self.clock_offset is not None  # measured by _ready
         stamps = (release.t + self.clock_offset).tolist()
         rows = release.values.tolist()
         last = len(rows) - 1
@@ -289,6 +203,43 @@ class LslOutlet:
             # one sample per step with its own timestamp (push_chunk takes a list of stamps only
             # in recent pylsl); the chunk goes on the wire at its last row
             outlet.push_sample(row, stamp, i == last)
+
+    def announce(self, release: PrivateRelease) -> str:
+        """Make the stream of ``release``'s channel now, described by its ledger, without pushing
+        the release (an inlet connects only to a stream that exists, and receives only what is
+        pushed after it connected); the offset is measured here if it was not yet. Returns the
+        stream's name.
+
+        Raises
+        ------
+        TypeError, ValueError, RuntimeError
+            As :meth:`publish`; ValueError too for a release without rows (no time to map).
+        """
+        if len(check_sealed(release).t) == 0:
+            raise ValueError("a release without rows describes no stream")
+        return self._stream_name(self._ready(release))
+
+    def _ready(self, release: PrivateRelease) -> str:
+        """The channel of a sealed release with rows, its stream made and the offset measured."""
+        check_private_noise(release, self.publish_reproducible_noise_not_private)
+        if self.closed:
+            raise RuntimeError("this LslOutlet is closed: nothing more is published")
+        channel = "gaze" if release.ledger.get("channel") == "gaze" else "features"
+        if self.clock_offset is None:
+            # once, for both streams: their samples stay comparable to each other
+            self.clock_offset = self.local_clock() - float(release.t[-1])
+        if channel not in self._outlets:
+            self._outlets[channel] = self._make_outlet(channel, release)
+        elif release.names != self._names[channel]:
+            raise ValueError(
+                f"this release's names differ from the {self._stream_name(channel)} stream's channels: "
+                "a stream's channels are fixed when it is made"
+            )
+        return channel
+
+    def local_clock(self) -> float:
+        """Now on the LSL clock (s)."""
+        return float(self._lsl.local_clock())
 
     def _make_outlet(self, channel: str, release: PrivateRelease) -> Any:
         lsl = self._lsl
@@ -371,6 +322,10 @@ class LslOutlet:
             raise ValueError(f"timeout must be a number of seconds ≥ 0, got {timeout!r}")
         outlets = [self._outlets.get(c) for c in channels]
         return all(o is not None and o.wait_for_consumers(float(timeout)) for o in outlets)
+
+    def has_consumers(self) -> bool:
+        """Whether any stream made so far has an inlet connected."""
+        return any(o.have_consumers() for o in self._outlets.values())
 
     def close(self) -> None:
         """Withdraw the streams (inlets see them end); nothing is published afterwards."""

@@ -14,7 +14,8 @@ a grid of mechanisms × ε × chunk lengths, each run with several noise seeds:
   person out;
 
 each with k-NN, SVM, a decision tree and a random forest (:mod:`streamdp.offline.classify`), per
-sample and with majority voting. The grid's (point, seed) jobs run on local worker processes.
+sample and with majority voting. The grid's (point, seed) jobs run on local worker processes or a
+dask.distributed cluster (:mod:`streamdp.offline.executors`), with the same rows.
 
 Features come from the session core (:meth:`Session.feature_rows
 <streamdp.session.Session.feature_rows>`) and every grid point's releases from its configuration's
@@ -26,12 +27,10 @@ seconds. The result files are written by :mod:`streamdp.offline.results`.
 from __future__ import annotations
 
 import logging
-import multiprocessing
-import os
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,6 +49,8 @@ from .classify import (
     reidentification,
     task_classification,
 )
+from .executors import check_executor, default_workers, job_results
+from .executors import progress as _progress
 from .manifest import read_manifest, read_manifest_rows
 from .postprocessed import post_processor, postprocess_parts
 from .splits import chunked_split, cross_session_folds, lopo_splits
@@ -57,17 +58,15 @@ from .synthetic_study import synthetic_study
 
 __all__ = [
     "CLASSIFIERS", "EVALUATE_MECHANISMS", "REID_SPLITS", "GridPoint", "LabelledRecording", "Released",
-    "chunked_split", "cross_session_folds", "evaluate", "feature_signals", "grid_config", "label_utility",
-    "lopo_splits", "make_classifier", "read_manifest", "read_manifest_rows", "reidentification", "sanitize",
-    "synthetic_study", "task_classification",
+    "chunked_split", "cross_session_folds", "default_workers", "evaluate", "feature_signals", "grid_config",
+    "label_utility", "lopo_splits", "make_classifier", "read_manifest", "read_manifest_rows", "reidentification",
+    "sanitize", "synthetic_study", "task_classification",
 ]
 
 log = logging.getLogger(__name__)
 
 #: what a grid point may name: no noise, a streaming mechanism of the registry, or an offline one
 EVALUATE_MECHANISMS: tuple[str, ...] = ("none", *MECHANISMS, *OFFLINE_MECHANISMS)
-
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -266,14 +265,19 @@ def evaluate(
     splits: Sequence[str] = ("chunked",),
     workers: int = 1,
     postprocess: bool = False,
+    executor: str = "processes",
+    scheduler: Any = None,
 ) -> list[dict[str, Any]]:
     """One row per grid point × noise seed × metric × target × classifier × voting × post-processing.
 
     Repetition j sanitizes recording i with seed ``seed + j·len(recs) + i`` (no two share
     noise) and seeds the classifiers with j. Utility rows have one row per task label (target =
     the label); re-identification rows name the split; task rows name the manifest column.
-    ``workers > 1`` runs the jobs on that many local processes; the rows come back in job
-    order whatever the order they finish in.
+    ``workers > 1`` runs the jobs on that many local processes; ``executor="dask"`` runs them on a
+    dask.distributed cluster instead (``scheduler``: its address, a ``distributed.Client``, a
+    cluster object, or None for a local cluster; ``workers`` is then the cluster's business and
+    unused). The rows come back in job order whatever the order they finish in, and are the same
+    wherever the jobs ran, byte for byte.
 
     Every row says ``postprocess``: ``"no"`` for the releases as made; with ``postprocess=True``
     a point whose mechanism has a stated noise model (:data:`streamdp.postprocess.SUPPORTED_MECHANISMS`)
@@ -284,7 +288,10 @@ def evaluate(
     ------
     TypeError, ValueError
         A grid point's configuration is refused, an unknown split, a task column some recording
-        lacks, ``seeds`` or ``workers`` below 1, ``postprocess`` not a bool (all checked before any work).
+        lacks, ``seeds`` or ``workers`` below 1, ``postprocess`` not a bool, an unknown ``executor``,
+        a ``scheduler`` without ``executor="dask"`` (all checked before any work).
+    StreamdpError
+        ``executor="dask"`` without the ``dask`` extra.
     """
     base = config or SessionConfig()
     for point in grid:
@@ -296,6 +303,7 @@ def evaluate(
             raise ValueError(f"{name} must be ≥ 1, got {v!r}")
     if not isinstance(postprocess, bool):
         raise TypeError(f"postprocess must be a bool, got {postprocess!r}")
+    check_executor(executor, scheduler)
     for split in splits:
         if split not in REID_SPLITS:
             raise ValueError(f"split must be one of {', '.join(REID_SPLITS)}, got {split!r}")
@@ -306,32 +314,19 @@ def evaluate(
     plan = EvaluationPlan(tuple(tasks), tuple(splits), postprocess=postprocess)
     jobs = [(point, seed + j * len(recs), j) for point in grid for j in range(seeds)]
     results: dict[int, list[dict[str, Any]]] = {}
-    if workers == 1 or len(jobs) == 1:
-        _worker_init(recs, base, plan)
-        for i, job in enumerate(_progress(jobs, progress, len(jobs))):
-            results[i] = _run_job(*job)
-    else:
-        # spawn, not fork: a fork after scikit-learn or BLAS started threads can deadlock the child
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, spawn, initializer=_worker_init, initargs=(recs, base, plan)) as pool:
-            futures = {pool.submit(_run_job, *job): i for i, job in enumerate(jobs)}
-            for future in _progress(as_completed(futures), progress, len(jobs)):
-                results[futures[future]] = future.result()
+    # spawn, not fork: a fork after scikit-learn or BLAS started threads can deadlock the child
+    done = job_results(_job, jobs, workers=workers, executor=executor, scheduler=scheduler,
+                       shared=(list(recs), base, plan), start_method="spawn")  # fmt: skip
+    with closing(done):
+        for i, rows in _progress(done, progress, len(jobs)):
+            results[i] = rows
     return [row for i in range(len(jobs)) for row in results[i]]
 
 
-_JOB: dict[str, Any] = {}
-
-
-def _worker_init(recs: Sequence[LabelledRecording], config: SessionConfig, plan: EvaluationPlan) -> None:
-    """What every job of a worker shares: sent once per process, not once per job."""
-    _JOB.update(recs=list(recs), config=config, plan=plan)
-
-
-def _run_job(point: GridPoint, noise_seed: int, repetition: int) -> list[dict[str, Any]]:
-    recs: list[LabelledRecording] = _JOB["recs"]
-    config: SessionConfig = _JOB["config"]
-    plan: EvaluationPlan = _JOB["plan"]
+def _job(
+    recs: Sequence[LabelledRecording], config: SessionConfig, plan: EvaluationPlan, point: GridPoint, noise_seed: int,
+    repetition: int,
+) -> list[dict[str, Any]]:  # fmt: skip
     parts = sanitize(recs, point.mechanism, point.epsilon, point.chunk_length, noise_seed, config)
     base = {"mechanism": point.mechanism, "epsilon": point.epsilon, "epsilon_chunk": point.epsilon_chunk(config),
             "chunk_length": point.chunk_length, "seed": repetition}
@@ -348,7 +343,7 @@ def _run_job(point: GridPoint, noise_seed: int, repetition: int) -> list[dict[st
 
 def _measure(
     parts: list[Released],
-    recs: list[LabelledRecording],
+    recs: Sequence[LabelledRecording],
     point: GridPoint,
     config: SessionConfig,
     plan: EvaluationPlan,
@@ -377,19 +372,3 @@ def _measure(
                 rows.append({**base, "metric": metric, "target": target, "classifier": clf, "voting": voting,
                              "value": value, "chance": chance})
     return rows
-
-
-def default_workers() -> int:
-    """The processors this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _progress(items: Iterable[_T], show: bool, total: int) -> Iterable[_T]:
-    """A tqdm bar over ``items`` when tqdm (an optional extra) is installed and progress is wanted."""
-    if not show:
-        return items
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return items
-    return tqdm(items, desc="evaluate", unit="job", total=total, disable=None)

@@ -40,17 +40,18 @@ removed if the run fails or is interrupted (Ctrl-C, or SIGTERM raised as an exce
 workers are stopped first). An existing folder is refused unless ``overwrite`` is set; when every
 recording is skipped nothing is written. ``replay.json`` in the folder holds the configuration
 under ``"config"``: ``streamdp replay --config out/replay.json`` runs it again.
+
+With ``lsl`` each recording's releases are also played on its own LSL streams, in real time, with
+the recording's timestamps plus one stated offset (:mod:`streamdp.offline.lsl_playback`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import multiprocessing
 import os
-import signal
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,11 +60,16 @@ import msgpack
 
 from ..config import SessionConfig
 from ..errors import BudgetExhausted, InputError, StreamdpError
+from ..gaze import Recording
+from ..plausibility import Implausible
 from ..privacy.release import PrivateRelease
 from ..session import Session
 from .coverage import GazeTally, GridCoverage
+from .executors import check_executor, job_results
+from .executors import progress as show_progress
+from .lsl_playback import LslPlayback, LslReplay
 from .outputs import ReleaseFiles
-from .recordings import CsvLayout, open_recording
+from .recordings import CsvLayout
 from .results import LOCAL_CONFIG_FIELDS, shared_config, staged_folder
 from .streaming import PldataSource, check_streamable, stream_gaze, streamable
 
@@ -86,9 +92,15 @@ def noise_statement(seed: int | None) -> str:
 
 def shared_result(result: ReplayResult) -> dict[str, Any]:
     """A result as written or printed: its fields without the seed, and the noise statement."""
-    out = {k: v for k, v in asdict(result).items() if k not in ("seed", "note", "warning")}
+    out = {k: v for k, v in asdict(result).items() if k not in _CONSOLE_ONLY}
     out["noise"] = noise_statement(result.seed)
     return out
+
+
+#: a result's fields for the console only, never written nor printed as JSON: the seed; why steps are
+#: in no chunk; a warning about the gaze; what the plausibility bounds left out (a raw count of the
+#: gaze, as the clip rate); the LSL streams played, or why not
+_CONSOLE_ONLY = ("seed", "note", "warning", "implausible", "lsl", "lsl_problem")
 
 
 def _durable_budget(config: SessionConfig) -> bool:
@@ -114,9 +126,12 @@ class ReplayResult:
     steps_dropped: int = 0
     skipped: str = ""
     files: list[str] = field(default_factory=list)
-    #: for the console only, never written: why steps are in no chunk, and a warning about the gaze
+    #: for the console only (:data:`_CONSOLE_ONLY`)
     note: str = ""
     warning: str = ""
+    implausible: str = ""
+    lsl: tuple[str, ...] = ()
+    lsl_problem: str = ""
 
 
 def recording_seed(seed: int | None, index: int) -> int | None:
@@ -146,18 +161,46 @@ def _unique_name(path: str, taken: set[str]) -> str:
 
 
 def replay_one(
-    path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str, layout: CsvLayout | None = None
+    path: str,
+    name: str,
+    config: ReplayConfig,
+    seed: int | None,
+    out_dir: str,
+    layout: CsvLayout | None = None,
+    lsl: LslReplay | None = None,
 ) -> ReplayResult:
     """Replay one recording into ``out_dir`` (a worker's whole job: picklable in and out); a
-    ``layout`` reads it as a CSV of that layout. A Capture recording (``.pldata``) is read a
-    block at a time in bounded memory (:mod:`streamdp.offline.streaming`), anything else whole;
-    the files are the same either way."""
+    ``layout`` reads it as a CSV of that layout; ``lsl`` plays its releases on LSL streams too
+    (in this process only). A Capture recording (``.pldata``) is read a block at a time in bounded
+    memory (:mod:`streamdp.offline.streaming`), anything else whole; the files are the same either
+    way."""
     source = streamable(path) if layout is None else None
     if source is not None:
-        streamed = _replay_streamed(source, path, name, config, seed, out_dir)
+        streamed = _replay_streamed(source, path, name, config, seed, out_dir, lsl)
         if streamed is not None:
             return streamed
-    return _replay_whole(path, name, config, seed, out_dir, layout)
+    return _replay_whole(path, name, config, seed, out_dir, layout, lsl)
+
+
+def _open(path: str, layout: CsvLayout | None, config: ReplayConfig, left_out: list[Implausible]) -> Recording:
+    """The recording, its gaze held to the public plausibility bounds (what they leave out to ``left_out``)."""
+    from ..readers import plausible_recording, read_recording
+
+    if layout is None:
+        return read_recording(path, report=left_out.append)
+    return plausible_recording(layout.read(path, config), path, left_out.append)
+
+
+def _playback(lsl: LslReplay | None, name: str, config: ReplayConfig, unit: str = "auto") -> list[LslPlayback]:
+    return [] if lsl is None else [lsl.playback(name, config, unit)]
+
+
+def _played(result: ReplayResult, playback: list[LslPlayback], *, whole: bool = True) -> None:
+    """End the playback and say how it went: played ``whole``, its streams stay up for their inlets
+    a while; cut short (an error, Ctrl-C), they are withdrawn at once."""
+    for p in playback:
+        p.close(linger=whole)
+        result.lsl, result.lsl_problem = (p.stream_names if p.pushed else ()), p.problem
 
 
 def _files(path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str) -> ReleaseFiles:
@@ -184,13 +227,15 @@ def _finish(result: ReplayResult, files: ReleaseFiles, session: Session, tally: 
 
 
 def _replay_streamed(
-    source: PldataSource, path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str
-) -> ReplayResult | None:
+    source: PldataSource, path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str,
+    lsl: LslReplay | None = None,
+) -> ReplayResult | None:  # fmt: skip
     """The replay of a ``.pldata`` recording read a block at a time; None when the recording must
     be read whole (it holds something the whole-file reader refuses, or might)."""
     result = ReplayResult(path, name, seed)
-    if config.identity is not None or (config.blinks == "given" and source.blinks is None):
-        # refused now, before a durable budget is charged or gaze is replayed without its blinks
+    if config.identity is not None or lsl is not None or (config.blinks == "given" and source.blinks is None):
+        # refused now, before a durable budget is charged, releases are played on LSL (read whole
+        # afterwards, they would be played twice) or gaze is replayed without its blinks
         first = GazeTally(config.min_confidence)
         if not check_streamable(source, tally=first):
             return None
@@ -208,7 +253,14 @@ def _replay_streamed(
         result.skipped = f"not replayed: {exc}"
         return result
     tally = GazeTally(config.min_confidence)
-    if stream_gaze(source, session, tally=tally) is None:
+    session.sinks.extend(playback := _playback(lsl, name, config))
+    try:
+        streamed = stream_gaze(source, session, tally=tally)
+    except BaseException:
+        _played(result, playback, whole=False)
+        raise
+    _played(result, playback)
+    if streamed is None:
         files.discard()
         return None
     if _unusable(result, tally):
@@ -218,14 +270,17 @@ def _replay_streamed(
 
 
 def _replay_whole(
-    path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str, layout: CsvLayout | None
-) -> ReplayResult:
+    path: str, name: str, config: ReplayConfig, seed: int | None, out_dir: str, layout: CsvLayout | None,
+    lsl: LslReplay | None = None,
+) -> ReplayResult:  # fmt: skip
     result = ReplayResult(path, name, seed)
+    left_out: list[Implausible] = []
     try:
-        rec = open_recording(path, layout, config)
+        rec = _open(path, layout, config, left_out)
     except (InputError, OSError) as exc:
         result.skipped = f"cannot read: {exc}"
         return result
+    result.implausible = "; ".join(x.describe() for x in left_out if x.describe())
     if config.blinks == "given" and rec.blinks is None:
         result.skipped = "--blinks given, but the recording has no blink events"
         return result
@@ -239,7 +294,13 @@ def _replay_whole(
     except BudgetExhausted as exc:  # a durable budget spent by the recordings before this one
         result.skipped = f"not replayed: {exc}"
         return result
-    session.run(rec)
+    session.sinks.extend(playback := _playback(lsl, name, config, rec.gaze.diameter_unit))
+    try:
+        session.run(rec)
+    except BaseException:
+        _played(result, playback, whole=False)
+        raise
+    _played(result, playback)
     return _finish(result, files, session, tally)
 
 
@@ -254,6 +315,7 @@ def replay(
     scheduler: str | None = None,
     progress: bool = True,
     layout: CsvLayout | None = None,
+    lsl: LslReplay | None = None,
 ) -> list[ReplayResult]:
     """Replay ``paths`` into ``out_dir``.
 
@@ -266,6 +328,10 @@ def replay(
     executor : {"processes", "dask"}
         Local processes, or an existing dask.distributed cluster at ``scheduler`` (an address, or
         a ``distributed.Client``/``LocalCluster`` object).
+    lsl : LslReplay, optional
+        Also play each recording's releases on LSL streams, at its pace, with its timestamps
+        (:mod:`streamdp.offline.lsl_playback`); the recordings then run in this process, one after
+        another.
 
     Returns
     -------
@@ -279,7 +345,11 @@ def replay(
         ``out_dir`` exists and ``overwrite`` is false, cannot be created, or no recording was
         given.
     TypeError, ValueError
-        ``jobs`` is not an int ≥ 1 (or None), ``executor`` is not one of the two.
+        ``jobs`` is not an int ≥ 1 (or None), ``executor`` is not one of the two, ``scheduler``
+        without ``executor="dask"``; ``lsl`` not an :class:`LslReplay`, or with ``executor="dask"``
+        or ``jobs`` > 1, or with seeded noise and without its flag.
+    ImportError
+        ``lsl`` without pylsl (the ``lsl`` extra).
     """
     if not paths:
         raise StreamdpError("no recording given")
@@ -287,16 +357,25 @@ def replay(
         raise TypeError(f"jobs must be an int or None, got {jobs!r}")
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be ≥ 1 worker process, got {jobs}")
-    if executor not in ("processes", "dask"):
-        raise ValueError(f"executor must be 'processes' or 'dask', got {executor!r}")
+    check_executor(executor, scheduler)
     config.check()  # bad options fail here, before any file or worker exists
-    if _durable_budget(config):
-        jobs, executor = 1, "processes"  # one budget, charged in the order given
+    if lsl is not None:
+        if not isinstance(lsl, LslReplay):
+            raise TypeError(f"lsl must be an LslReplay or None, got {lsl!r}")
+        if executor != "processes" or (jobs or 1) > 1:
+            raise ValueError(
+                f"lsl plays each recording from this process (a release is sealed where it is made): "
+                f"give jobs=1 and executor='processes', got jobs={jobs!r}, executor={executor!r}"
+            )
+        lsl.check(config)
+    if _durable_budget(config) or lsl is not None:
+        jobs, executor = 1, "processes"  # one budget, charged in the order given; LSL from here
     taken: set[str] = set()
     names = [_unique_name(p, taken) for p in paths]
     with staged_folder(Path(out_dir), overwrite=overwrite) as stage:
         tasks = [
-            (p, names[i], config, recording_seed(config.seed, i), str(stage.path), layout) for i, p in enumerate(paths)
+            (p, names[i], config, recording_seed(config.seed, i), str(stage.path), layout, lsl)
+            for i, p in enumerate(paths)
         ]
         results = _run(tasks, jobs, executor, scheduler, progress)
         summary = {
@@ -312,86 +391,9 @@ def replay(
 def _run(
     tasks: list[tuple[Any, ...]], jobs: int | None, executor: str, scheduler: Any, progress: bool
 ) -> list[ReplayResult]:
-    bar = _progress(len(tasks), progress)
     results: list[ReplayResult | None] = [None] * len(tasks)
-    try:
-        if executor == "dask":
-            results = _run_dask(tasks, scheduler, bar)
-        elif (jobs or os.cpu_count() or 1) <= 1 or len(tasks) == 1:
-            for i, task in enumerate(tasks):
-                results[i] = replay_one(*task)
-                bar.update()
-        else:
-            _run_pool(tasks, jobs or os.cpu_count() or 1, results, bar)
-    finally:
-        bar.close()
+    workers = jobs or os.cpu_count() or 1
+    with closing(job_results(replay_one, tasks, workers=workers, executor=executor, scheduler=scheduler)) as done:
+        for i, result in show_progress(done, progress, len(tasks), "replay", "recording"):
+            results[i] = result
     return [r for r in results if r is not None]
-
-
-def _worker_signals() -> None:
-    """In a pool worker: Ctrl-C (sent to the whole process group) is the parent's to handle, and
-    SIGTERM ends the worker at once rather than running the parent's handler, inherited by fork."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _run_pool(tasks: list[tuple[Any, ...]], jobs: int, results: list[ReplayResult | None], bar: Any) -> None:
-    """Run ``tasks`` on a pool of ``jobs`` processes. Interrupted (KeyboardInterrupt, or SIGTERM
-    raised as an exception by the caller's handler), it cancels what has not started, stops the
-    workers and waits for them: no worker outlives the call, none is left writing."""
-    before = set(multiprocessing.active_children())
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_signals)
-    try:
-        futures = {pool.submit(replay_one, *task): i for i, task in enumerate(tasks)}
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
-            bar.update()
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        workers = [p for p in multiprocessing.active_children() if p not in before]
-        for proc in workers:
-            proc.terminate()
-        for proc in workers:
-            proc.join(5)
-        raise
-    pool.shutdown()
-
-
-class _NoProgress:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(total: int, show: bool) -> Any:
-    """A tqdm bar when tqdm (an optional extra) is installed and progress is wanted."""
-    if not show:
-        return _NoProgress()
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _NoProgress()
-    return tqdm(total=total, desc="replay", unit="recording", disable=None)
-
-
-def _run_dask(tasks: list[tuple[Any, ...]], scheduler: Any, bar: Any) -> list[ReplayResult | None]:
-    try:
-        from distributed import Client
-        from distributed import as_completed as dask_completed
-    except ImportError:
-        raise StreamdpError("--executor dask needs the optional extra: pip install 'streamdp[dask]'") from None
-    own = isinstance(scheduler, str) or scheduler is None
-    client = Client(scheduler) if own else (scheduler if isinstance(scheduler, Client) else Client(scheduler))
-    try:
-        futures = [client.submit(replay_one, *task, pure=False) for task in tasks]
-        index = {f.key: i for i, f in enumerate(futures)}
-        results: list[ReplayResult | None] = [None] * len(tasks)
-        for fut in dask_completed(futures):
-            results[index[fut.key]] = fut.result()
-            bar.update()
-        return results
-    finally:
-        if own or not isinstance(scheduler, Client):
-            client.close()

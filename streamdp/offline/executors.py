@@ -1,0 +1,213 @@
+"""Where the offline commands' jobs run: in this process, on local worker processes, or on a
+dask.distributed cluster.
+
+``replay`` and ``evaluate`` both take ``executor`` (``"processes"`` or ``"dask"``) and
+``scheduler`` (with ``"dask"``: a scheduler's address, a ``distributed.Client``, a cluster object
+such as ``LocalCluster``, or None for a local cluster started for the call).
+:func:`check_executor` refuses a bad pair before any work; :func:`job_results` runs
+``fn(*shared, *task)`` for every task where it was asked to and hands each result back with its
+task's index, so that the caller puts them in task order whatever order they finish in: the
+results do not depend on where the jobs ran. ``shared`` (what every job reads, such as the
+recordings' features) goes to each worker once, not once per job.
+
+Interrupted (Ctrl-C, or SIGTERM raised as an exception by the command's handler), local workers
+are stopped and waited for: none outlives the call, none is left writing. dask is an optional
+extra (``pip install 'streamdp[dask]'``), imported only when a job runs on it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Generator, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, TypeVar
+
+from ..errors import StreamdpError
+
+__all__ = ["EXECUTORS", "check_executor", "dask_results", "default_workers", "job_results", "pool_results", "progress"]
+
+#: where the jobs may run
+EXECUTORS = ("processes", "dask")
+
+_T = TypeVar("_T")
+#: a finished job: its task's index and its result
+Done = Generator[tuple[int, Any], None, None]
+#: what every job of a pool worker reads, set once per worker process
+_SHARED: dict[str, tuple[Any, ...]] = {"shared": ()}
+
+
+def check_executor(executor: object, scheduler: object) -> None:
+    """Refuse an unknown ``executor``, or a ``scheduler`` without ``executor="dask"``.
+
+    Raises
+    ------
+    TypeError
+        ``executor`` is not a str; ``scheduler`` is not an address, a client or cluster, or None.
+    ValueError
+        ``executor`` is not one of :data:`EXECUTORS`; ``scheduler`` is an empty address, or given
+        with the local processes.
+
+    Examples
+    --------
+    >>> check_executor("dask", "tcp://10.0.0.5:8786")
+    >>> check_executor("processes", "tcp://10.0.0.5:8786")
+    Traceback (most recent call last):
+    ...
+    ValueError: scheduler is a dask.distributed scheduler: it needs executor='dask', got executor='processes'
+    """
+    if not isinstance(executor, str):
+        raise TypeError(f"executor must be a str, one of {', '.join(EXECUTORS)}; got {executor!r}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be 'processes' or 'dask', got {executor!r}")
+    if scheduler is None:
+        return
+    if isinstance(scheduler, (bool, int, float, bytes)):
+        raise TypeError(f"scheduler must be an address, a distributed Client or a cluster, got {scheduler!r}")
+    if scheduler == "":
+        raise ValueError("scheduler must not be empty (None: a local cluster)")
+    if executor != "dask":
+        raise ValueError(
+            f"scheduler is a dask.distributed scheduler: it needs executor='dask', got executor={executor!r}"
+        )
+
+
+def _with_shared(fn: Callable[..., Any], shared: Sequence[Any], *task: Any) -> Any:
+    return fn(*shared, *task)
+
+
+def dask_results(
+    fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], scheduler: Any = None, *, shared: Sequence[Any] = ()
+) -> Done:
+    """``fn(*shared, *task)`` for every task on a dask.distributed cluster, yielding ``(index,
+    result)`` as each job finishes. ``shared`` is sent to every worker once, not once per job.
+
+    A client made here (from an address, a cluster, or None) is closed when the iteration ends or
+    is abandoned (close the generator, or use it in a ``with contextlib.closing(...)``); a
+    ``distributed.Client`` given is left open.
+
+    Raises
+    ------
+    StreamdpError
+        dask.distributed is not installed (the ``dask`` extra).
+    Exception
+        Whatever a job raised, when its result is taken.
+
+    Examples
+    --------
+    >>> with LocalCluster(processes=False, n_workers=1, dashboard_address=None) as cluster:  # doctest: +SKIP
+    ...     sorted(dask_results(pow, [(2, 3), (3, 2)], cluster))
+    [(0, 8), (1, 9)]
+    """
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise StreamdpError("--executor dask needs the optional extra: pip install 'streamdp[dask]'") from None
+    given = isinstance(scheduler, Client)
+    client = scheduler if given else Client(scheduler)
+    try:
+        scattered = client.scatter([tuple(shared)], broadcast=True, hash=False)[0] if shared else ()
+        futures = [client.submit(_with_shared, fn, scattered, *task, pure=False) for task in tasks]
+        index = {f.key: i for i, f in enumerate(futures)}
+        for future in dask_completed(futures):
+            yield index[future.key], future.result()
+    finally:
+        if not given:
+            client.close()
+
+
+def default_workers() -> int:
+    """The processors this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def progress(items: Iterable[_T], show: bool, total: int, desc: str = "evaluate", unit: str = "job") -> Iterable[_T]:
+    """A tqdm bar over ``items`` when tqdm (an optional extra) is installed and progress is wanted."""
+    if not show:
+        return items
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc=desc, unit=unit, total=total, disable=None)
+
+
+def job_results(
+    fn: Callable[..., Any],
+    tasks: Sequence[Sequence[Any]],
+    *,
+    workers: int = 1,
+    executor: str = "processes",
+    scheduler: Any = None,
+    shared: Sequence[Any] = (),
+    start_method: str | None = None,
+) -> Done:
+    """``fn(*shared, *task)`` for every task, yielding ``(index, result)`` as each finishes: on the
+    dask cluster of ``scheduler`` (:func:`dask_results`), on ``workers`` local processes
+    (:func:`pool_results`), or here, one after another, when one worker or one task is all there is.
+    Close it when abandoned (``contextlib.closing``): workers are stopped, a client made is closed.
+
+    Raises
+    ------
+    StreamdpError
+        ``executor="dask"`` without the ``dask`` extra.
+    Exception
+        Whatever a job raised, when its result is taken.
+
+    Examples
+    --------
+    >>> sorted(job_results(pow, [(2, 3), (3, 2)]))
+    [(0, 8), (1, 9)]
+    """
+    if executor == "dask":
+        yield from dask_results(fn, tasks, scheduler, shared=shared)
+    elif workers <= 1 or len(tasks) <= 1:
+        for i, task in enumerate(tasks):
+            yield i, fn(*shared, *task)
+    else:
+        yield from pool_results(fn, tasks, workers, shared=shared, start_method=start_method)
+
+
+def _worker_init(shared: tuple[Any, ...]) -> None:
+    """In a pool worker: keep what every job reads; Ctrl-C (sent to the whole process group) is the
+    parent's to handle, and SIGTERM ends the worker at once rather than running the parent's
+    handler, inherited by fork."""
+    _SHARED["shared"] = shared
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _pool_job(fn: Callable[..., Any], *task: Any) -> Any:
+    return fn(*_SHARED["shared"], *task)
+
+
+def pool_results(
+    fn: Callable[..., Any],
+    tasks: Sequence[Sequence[Any]],
+    workers: int,
+    *,
+    shared: Sequence[Any] = (),
+    start_method: str | None = None,
+) -> Done:
+    """``fn(*shared, *task)`` for every task on a pool of ``workers`` local processes (started by
+    ``start_method``, default the platform's), yielding ``(index, result)`` as each finishes.
+    Interrupted or closed before the end, it cancels what has not started, stops the workers and
+    waits for them."""
+    before = set(multiprocessing.active_children())
+    context = multiprocessing.get_context(start_method)
+    pool = ProcessPoolExecutor(workers, context, initializer=_worker_init, initargs=(tuple(shared),))
+    try:
+        futures = {pool.submit(_pool_job, fn, *task): i for i, task in enumerate(tasks)}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        started = [p for p in multiprocessing.active_children() if p not in before]
+        for proc in started:
+            proc.terminate()
+        for proc in started:
+            proc.join(5)
+        raise
+    pool.shutdown()
