@@ -315,6 +315,9 @@ ROWS = [
     ("features-step-long", ["features", "{data}/far", "--step", "1e-5", "--out", "{tmp}/f.csv"], KILLED,
      rf"^streamdp features: this will take about \S+ weeks and \S+ GB of memory for 1e\+06 steps × 52 features "
      rf"{WITHIN}; progress follows \(Ctrl-C stops it\)$"),
+    ("replay-step-long", ["replay", "{data}/far", "--step", "1e-5", "--out", "{tmp}/o"], KILLED,
+     rf"^streamdp replay: this will take about \S+ weeks and \S+ GB of memory for 1e\+06 steps × 52 features "
+     rf"{WITHIN}; progress follows \(Ctrl-C stops it\)$"),
     ("demo-seconds-1e7", ["demo", "--seconds", "1e7"], 2,
      r"^streamdp demo: error: needs about .* GB of memory for 2e\+09 gaze samples → 2e\+07 steps × 52 features "
      rf"{WITHIN}, more than .* give a smaller --seconds \(or a larger --step\)$"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
@@ -103,24 +104,51 @@ def _lsl(args: argparse.Namespace, config: Any) -> Any:
     return lsl
 
 
+def _preview(args: argparse.Namespace, config: Any, layout: Any) -> Any:
+    """Refuse or announce a step finer than the default: the work then grows with the user's
+    number, not only with the recordings (the first one read tells the size of each). The
+    progress to show while the replay runs (a context manager)."""
+    import contextlib
+
+    from ..config import SessionConfig
+    from .common import load_recording
+    from .cost import feature_cost
+    from .progress import Progress, preview, progress_after, terminal_bar
+
+    if config.step >= SessionConfig().step:
+        return contextlib.nullcontext()
+    try:
+        rec = load_recording(args.paths[0], None, 0, layout, config, lambda _: None)  # said by the replay
+    except Exception:  # the replay says why it cannot read it, with the others
+        return contextlib.nullcontext()
+    seconds = float(rec.gaze.duration) if len(rec.gaze) else 0.0
+    rate = len(rec.gaze) / seconds if seconds else 0.0
+    cost = feature_cost(seconds=seconds, rate=rate, step=config.step, window=config.window)
+    cost = replace(cost, seconds=cost.seconds * len(args.paths))
+    long = preview(cost, "replay")
+    show = not args.quiet and not terminal_bar()  # on a terminal, the replay's own bar
+    return Progress("replay", estimate=cost.seconds, show=show, delay=progress_after(long))
+
+
 def run(args: argparse.Namespace) -> int:
     from ..offline.replay import noise_statement, replay, shared_result
 
     config = gaze_options_checked(args)  # bad options fail here, before any work starts
     layout = csv_layout(args, config)
     lsl = _lsl(args, config)
-    results = replay(
-        args.paths,
-        args.out,
-        config,
-        overwrite=args.overwrite,
-        jobs=args.jobs,
-        executor=args.executor,
-        scheduler=args.scheduler,
-        progress=not args.quiet,
-        layout=layout,
-        lsl=lsl,
-    )
+    with _preview(args, config, layout):
+        results = replay(
+            args.paths,
+            args.out,
+            config,
+            overwrite=args.overwrite,
+            jobs=args.jobs,
+            executor=args.executor,
+            scheduler=args.scheduler,
+            progress=not args.quiet,
+            layout=layout,
+            lsl=lsl,
+        )
     unreadable = unplayed = 0
     alone = len(results) == 1
     for r in results:
