@@ -194,11 +194,7 @@ def load_recording(
         from ..synthetic import generate
 
         return generate(duration=synthetic or SYNTHETIC_SECONDS, rate=SYNTHETIC_RATE, seed=seed).recording
-    from ..readers import plausible_recording, read_recording
-
-    if layout is None:
-        return read_recording(path, report=report)
-    return plausible_recording(open_recording(path, layout, config), path, report)
+    return open_recording(path, layout, config, report)
 
 
 def output_file(path: str | Path, suffixes: Sequence[str], *, option: str = "--out") -> Path:

@@ -6,6 +6,7 @@ A layout is a small frozen value, so it travels to worker processes with each ta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from ..config import SessionConfig
 from ..errors import InputError
 from ..gaze import Recording
 from ..kernels.geometry import CAMERA_FOV_DEG
+from ..plausibility import Implausible
 
 #: what a column can hold; t, x and y are required
 ROLES = ("t", "x", "y", "confidence", "diameter")
@@ -173,17 +175,23 @@ class CsvLayout:
         )
 
 
-def open_recording(path: str | Path, layout: CsvLayout | None = None, config: SessionConfig | None = None) -> Recording:
+def open_recording(
+    path: str | Path,
+    layout: CsvLayout | None = None,
+    config: SessionConfig | None = None,
+    report: Callable[[Implausible], object] | None = None,
+) -> Recording:
     """The recording at ``path``: read with ``layout`` when one is given, else in whichever format
-    the readers recognise.
+    the readers recognise; either way held to the public plausibility bounds (what they leave out
+    goes to ``report``, else to one logged warning).
 
     Raises
     ------
     InputError
-        ``path`` cannot be read (named, with what was wrong).
+        ``path`` cannot be read (named, with what was wrong), or holds no plausible gaze.
     """
-    if layout is None:
-        from ..readers import read_recording
+    from ..readers import plausible_recording, read_recording
 
-        return read_recording(path)
-    return layout.read(path, config or SessionConfig())
+    if layout is None:
+        return read_recording(path, report=report)
+    return plausible_recording(layout.read(path, config or SessionConfig()), path, report)
