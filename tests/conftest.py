@@ -26,3 +26,13 @@ def shared(*parts: str) -> Path:
     if not p.exists():
         pytest.skip(f"real recording not available: {p}")
     return p
+
+
+@pytest.fixture(autouse=True)
+def _console_speaks_again():
+    """A command run in this process with ``-q`` leaves the console quiet (a module's state, as for
+    a real run): the tests after it must not depend on which ran before."""
+    yield
+    from streamdp.cli import console
+
+    console.configure_logging(0)

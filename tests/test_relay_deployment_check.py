@@ -157,11 +157,14 @@ def test_the_relay_checks_again_when_capture_restarts_its_network_api_plugin_on_
         assert again.exit_code == EXIT_PRIVATE, again.lines()
 
 
-def _stderr_lines(proc: subprocess.Popen) -> queue.Queue:
-    """``proc``'s stderr, line by line as it comes, read by a thread (no sleep, no buffered line missed)."""
+def _stderr_lines(proc: subprocess.Popen) -> tuple[queue.Queue, threading.Thread]:
+    """``proc``'s stderr, line by line as it comes, read by a thread to its end (no sleep, no
+    buffered line missed); wait for the process with ``proc.wait`` and join the thread, not
+    ``communicate``, which would read and close the same pipe under the thread."""
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
-    return lines
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)
+    reader.start()
+    return lines, reader
 
 
 def _line_starting(lines: queue.Queue, prefix: str, timeout: float = 30.0) -> str:
@@ -198,15 +201,17 @@ def test_streamdp_relay_says_the_verdict_in_one_line_once_connected(bind, verdic
             [sys.executable, "-m", "streamdp.cli", *argv], stderr=subprocess.PIPE, text=True, env=env
         )
         try:
-            lines = _stderr_lines(proc)
+            lines, reader = _stderr_lines(proc)
             assert "→" in _line_starting(lines, "streamdp relay: ")  # the start line: endpoints, mechanism
             line = _line_starting(lines, "streamdp relay: ")
             if line.startswith("streamdp relay: waiting for"):  # a loaded machine: Capture answered late
                 line = _line_starting(lines, "streamdp relay: ")
             assert line.startswith(verdict) and line.count("\n") == 1
             proc.send_signal(signal.SIGTERM)
-            proc.communicate(timeout=15)
+            proc.wait(timeout=15)
+            reader.join(5)
         finally:
             if proc.poll() is None:
                 proc.kill()
+            proc.stderr.close()
     assert proc.returncode == 0
