@@ -175,6 +175,8 @@ BAD_LINES = {
     "bad-out": (["--task", "task", "--out", "w.txt"], MANIFEST, "unknown extension '.txt'"),
     "mechanism-refuses-k": (["--task", "task", "--mechanism", "lpa", "--k", "2"], MANIFEST, "does not take"),
     "empty-name": (["--task", "task", "--name", " "], MANIFEST, "--name: give a non-empty name"),
+    # a configuration would take the file for the shipped allocation of that name
+    "a-shipped-name": (["--task", "task", "--out", "task.json"], MANIFEST, "name 'task' is a shipped allocation's"),
 }  # fmt: skip
 
 
@@ -193,7 +195,7 @@ def test_bad_command_lines_are_refused_naming_the_problem(study, tmp_path, monke
     err = capsys.readouterr().err
     assert err.startswith("streamdp fit-weights: error: ") and err.count("\n") == 1, err
     assert message in err and "Traceback" not in err
-    assert not (tmp_path / "weights.json").exists() and not (tmp_path / "w.txt").exists()
+    assert not {"weights.json", "w.txt", "task.json"} & {p.name for p in tmp_path.iterdir()}
 
 
 def _fit(**change):

@@ -41,6 +41,7 @@ MECHANISM_FIELDS = {
     "mechanism", "epsilon", "epsilon_per_feature", "weights", "chunk_length", "transform", "k",
     "k_epsilon_share", "sensitivity", "level_share", "subsampling_window",
     "dropped_features",  # the weights' zero-weight features, released as public constants
+    "weights_digest",  # the digest of the weights' split (a weights file's), unless equal
 }  # fmt: skip
 #: the accountant's entry: configuration, and counts of releases (public: the subscriber sees
 #: every release arrive)

@@ -6,7 +6,8 @@ bounds, transform, k, sensitivity, unit and the feature settings reach every gri
 is given by ``--mechanisms``, ``--epsilons`` and ``--chunk-lengths``, each point run with
 ``--seeds`` noise seeds (mean ± sd in the tables, error bars in the plots) on ``--workers`` local
 processes; ``--split`` chooses how re-identification is attacked and ``--tasks`` which manifest
-columns are classified; each point is the
+columns are classified; ``--fit-weights`` splits ε by weights fitted on each training fold alone
+(:mod:`streamdp.offline.fold_weights`) instead of ``--weights``; each point is the
 configuration with that mechanism, ε and chunk length. A single ``--mechanism``, ``--epsilon`` or
 ``--chunk-length`` set away from its default (on the command line or in ``--config``) is that
 axis's only value; both forms at once are refused. A chunk length longer than a recording gives
@@ -91,6 +92,8 @@ CONFLICTS = (
     Needs("--scheduler", "--executor=dask", "it is the address of a dask.distributed scheduler"),
     Excludes("--workers", "--executor=dask", "the dask cluster has its own workers"),
     Excludes("--channel=gaze", "--executor=dask", "the gaze channel's evaluation runs on local processes"),
+    Excludes("--channel=gaze", "--fit-weights", "the gaze channel has no features to split ε over"),
+    Excludes("--fit-weights", "--weights", "the weights are fitted on each training fold instead"),
 )  # fmt: skip
 
 
@@ -146,6 +149,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also measure the releases after streamdp.postprocess (public constraints, smoothing across "
         "chunks; no ε): rows with postprocess=yes (docs/postprocess.md)",
+    )
+    p.add_argument(
+        "--fit-weights",
+        action="store_true",
+        help="split each mechanism's ε by weights fitted on each training fold alone, as streamdp fit-weights "
+        "fits them (for the first --tasks column, protecting participant), instead of --weights: rows say "
+        "weights=fitted and each fold's digest (docs/privacy.md)",
     )
     add_gaze_options(p)
     add_config_file_option(p)
@@ -281,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
             postprocess=args.postprocess,
             executor=args.executor,
             scheduler=args.scheduler,
+            fit_weights=args.fit_weights,
         )
     with staged_folder(out, overwrite=args.overwrite) as stage:
         paths = [out / p.name for p in write_results(rows, stage.path, config)]

@@ -45,7 +45,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--protect column more gets none. Writes a weights file (JSON) for the sessions to use.",
     )
     p.add_argument("manifest", nargs="?", metavar="MANIFEST", help="CSV with recording,participant,task,… columns")
-    p.add_argument("--task", metavar="COLUMN", help="the manifest column whose classes to keep apart (required: no default)")
+    p.add_argument(
+        "--task", metavar="COLUMN", help="the manifest column whose classes to keep apart (required: no default)"
+    )
     p.add_argument(
         "--protect",
         metavar="COLUMN",

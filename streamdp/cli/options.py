@@ -11,7 +11,9 @@ the configuration reaches every command whose table takes its whole group, with 
 
 Values are converted by the field's type: ``float``, ``int``, ``str`` (with its choices), ``bool``
 (``--x``/``--no-x``), optional variants of these, and ``int | str`` (an integer, or one of the
-field's ``keywords``, e.g. ``--k private``). The configuration validates the values themselves;
+field's ``keywords``, e.g. ``--k private``); a field whose metadata says ``or_file`` takes one of its
+choices or a file's path (``--weights task``, ``--weights pilot.json``). The configuration
+validates the values themselves;
 :func:`config_from` also refuses options that do not apply (``--budget`` under the chunk unit) and
 :func:`checked` a mechanism whose noise cannot be drawn (an ε so small its scale overflows).
 
@@ -228,7 +230,10 @@ def _default(f: Field[Any]) -> Any:
 def _argument(f: Field[Any], annotation: Any) -> dict[str, Any]:
     kinds = _kinds(annotation)
     out: dict[str, Any] = {"default": _default(f), "action": GivenValue}
-    if "choices" in f.metadata:
+    if "choices" in f.metadata and f.metadata.get("or_file"):
+        # a name among the choices or a file's path: the configuration tells which, and checks it
+        out["metavar"] = "{" + ",".join(map(str, f.metadata["choices"])) + "}|FILE"
+    elif "choices" in f.metadata:
         out["choices"] = tuple(f.metadata["choices"])
     if kinds == {bool}:
         out["action"] = _GivenFlag

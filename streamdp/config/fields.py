@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..kernels.geometry import CAMERA_FOV_DEG
 from ..kernels.smoothing import MAX_SMOOTHING_TICKS, check_smoothing
 from ..privacy.accountant import UNITS
@@ -23,6 +24,7 @@ from ..privacy.bounds import WEIGHTS_PROFILES
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS
 from ..privacy.mechanisms.validation import check_chunk_length
+from ..privacy.weights_file import WeightsTable
 from ..schedule_defaults import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
 from ..signals import DEFAULT_SIGNAL, SIGNALS
 from ..stages.events import EventConfig
@@ -107,7 +109,12 @@ class ConfigFields:
     )
     level_share: float | None = _opt(None, "dcfpa: share of each feature's ε spent on the chunk's level", "privacy")
     weights: str = _opt(
-        DEFAULT_WEIGHTS, "how the ε of a chunk is split over the features", "privacy", choices=WEIGHTS_PROFILES
+        DEFAULT_WEIGHTS,
+        f"how the ε of a chunk is split over the features: {', '.join(WEIGHTS_PROFILES)}, or a weights file "
+        "from streamdp fit-weights",
+        "privacy",
+        choices=WEIGHTS_PROFILES,
+        or_file=True,
     )
     bounds: str | None = _opt(None, "bounds profile, TOML or JSON (default: the shipped profile)", "privacy")
     unit: str = _opt("chunk", "unit of privacy", "privacy", choices=UNITS)
@@ -209,6 +216,7 @@ class ConfigFields:
         for name in ("bounds", "ledger_dir"):
             if isinstance(getattr(self, name), os.PathLike):
                 object.__setattr__(self, name, os.fspath(getattr(self, name)))
+        object.__setattr__(self, "weights", _weights(self.weights))
         if self.epsilon is not None and self.epsilon_per_feature is not None:
             raise ValueError(
                 f"give epsilon (a chunk's total, {self.epsilon!r}) or epsilon_per_feature "
@@ -219,7 +227,7 @@ class ConfigFields:
         for f in fields(self):
             value = getattr(self, f.name)
             choices = f.metadata.get("choices")
-            if choices is not None and value is not None and value not in choices:
+            if choices is not None and value is not None and value not in choices and not f.metadata.get("or_file"):
                 raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
         real = ("window", "step", "reorder_window", "max_event_duration", "deadline_slack", "gaze_epsilon", "gaze_rate")
         for name in real:
@@ -276,8 +284,39 @@ class ConfigFields:
             )
 
     def describe(self) -> dict[str, Any]:
-        """Every field as plain values (for ledgers and summaries); :meth:`from_mapping` reads it back."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every field as plain values (for ledgers and summaries; a weights file as its path, as
+        given); :meth:`from_mapping` reads it back."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["weights"] = str(self.weights)
+        return out
+
+
+def _weights(value: object) -> str:
+    """The ``weights`` field: a shipped allocation's name, or a :class:`WeightsTable` (a weights
+    file's path, as given, with the weights read from it; one already read is kept, so that a
+    configuration copied or replaced on a worker never reads the file again)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    said = f"{', '.join(WEIGHTS_PROFILES)} or the path of a weights file from streamdp fit-weights"
+    if not isinstance(value, str):
+        raise TypeError(f"weights must be {said}, got {value!r}")
+    if value in WEIGHTS_PROFILES and not isinstance(value, WeightsTable):
+        return value
+    if not value.strip():
+        raise ValueError(f"weights must be {said}, got {value!r}")
+    table = value
+    if not isinstance(table, WeightsTable):
+        try:
+            table = WeightsTable.read(value)
+        except InputError as exc:
+            hint = f" (weights: {said})" if "no such weights file" in str(exc) else ""
+            raise InputError(f"weights: {exc}{hint}") from None
+    if table.allocation in WEIGHTS_PROFILES:
+        raise InputError(
+            f"weights: {value}: its name {table.allocation!r} is a shipped allocation's, which ledgers would "
+            "confuse with it: give the file another \"name\""
+        )
+    return table
 
 
 def _check_real(name: str, value: object) -> None:

@@ -22,6 +22,7 @@ from ..privacy.ledger_store import LedgerStore
 from ..privacy.mechanisms import Mechanism, make_mechanism
 from ..privacy.noise import secure_generator
 from ..privacy.randomness import RandomSource
+from ..privacy.weights_file import WeightsTable
 from ..signals import DEFAULT_SIGNAL, SIGNALS
 from ..stages.events import EventConfig
 from ..stages.features import WindowConfig
@@ -40,11 +41,22 @@ class SessionConfig(ConfigFiles):
     Build one from keywords, from plain values (:meth:`from_mapping`: a dict, the ``config`` of a
     ``replay.json``) or from a TOML file (:meth:`from_toml`; :meth:`to_toml` writes one).
 
+    ``weights`` is a shipped allocation's name (``"equal"``, ``"task"``) or the path of a weights
+    file from ``streamdp fit-weights`` (:mod:`streamdp.privacy.weights_file`; a relative path is
+    relative to the working directory, ``~`` is expanded). The file is read and checked when the
+    configuration is made, and its weights stay with the configuration (a copy sent to a worker
+    reads no file); the path is kept as given, so :meth:`to_toml` and :meth:`describe` write it
+    back as it was given. A name that is a shipped allocation's is that allocation: give
+    ``./task`` for a file called ``task``.
+
     Raises
     ------
     TypeError, ValueError
         From the constructor: a field of the wrong type or out of range, named with its value;
         from :meth:`check` also anything the mechanism, the unit or the bounds refuse.
+    InputError
+        From the constructor: a weights file that cannot be read or is refused
+        (:func:`~streamdp.privacy.weights_file.load_weights_file`), named with the problem.
 
     Examples
     --------
@@ -56,6 +68,17 @@ class SessionConfig(ConfigFiles):
     Traceback (most recent call last):
     ...
     TypeError: lpa does not take parameter 'k'
+
+    A weights file: each feature's ε is its share, and the ledger names the file's allocation
+
+    >>> import json, pathlib, tempfile
+    >>> from streamdp.privacy.weights_file import weights_digest, weights_document
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "pilot.json"
+    >>> _ = path.write_text(json.dumps(weights_document({"fixation_rate": 3.0, "blink_rate": 1.0}, name="pilot")))
+    >>> d = SessionConfig(weights=str(path), epsilon=4.0).mechanism_instance().describe()
+    >>> d["weights"], d["epsilon_per_feature"][0], d["weights_digest"] == weights_digest({"fixation_rate": 3.0,
+    ...                                                                                   "blink_rate": 1.0})
+    ('pilot', 3.0, True)
     """
 
     def __post_init__(self) -> None:
@@ -100,8 +123,9 @@ class SessionConfig(ConfigFiles):
         return PrivacyUnit(self.unit, w=self.w, budget=self.budget, identity=self.identity, ledger_dir=self.ledger_dir)
 
     def bounds_profile(self) -> BoundsProfile:
-        """The bounds (the shipped profile or the configured file) with the configured weights;
-        a file's own per-feature weights are kept when ``weights`` is the default."""
+        """The bounds (the shipped profile or the configured file) with the configured weights: a
+        shipped allocation, or a weights file's (as read when the configuration was made); a
+        bounds file's own per-feature weights are kept when ``weights`` is the default."""
         return _bounds(self.bounds, self.signal, self.weights)
 
     def mechanism_params(self) -> dict[str, Any]:
@@ -235,6 +259,12 @@ def _seed(seed: object) -> int:
 
 @lru_cache(maxsize=16)
 def _bounds(path: str | None, signal: str, weights: str) -> BoundsProfile:
+    if isinstance(weights, WeightsTable):  # a weights file's, read when the configuration was made
+        if path:
+            profile = BoundsProfile.load(path)
+        else:
+            profile = default_profile() if signal == DEFAULT_SIGNAL else SIGNALS[signal].bounds_profile()
+        return profile.with_weights(weights.mapping(), weights.allocation)
     if not path and signal == DEFAULT_SIGNAL:
         return default_profile(weights)
     profile = BoundsProfile.load(path) if path else SIGNALS[signal].bounds_profile()

@@ -140,8 +140,10 @@ class ConfigFiles(ConfigFields):
         reader: str = "this command",
     ) -> _C:
         """A configuration from a TOML file of ``field = value`` lines (:meth:`to_toml` writes one).
-        A relative ``bounds`` path is relative to the file's folder. ``reads`` and ``reader``: as
-        in :meth:`from_mapping`.
+        A relative ``bounds`` path is relative to the file's folder; a relative ``weights`` file,
+        as everywhere, to the working directory (it is kept as given, so that :meth:`to_toml` and
+        this give back an equal configuration). ``reads`` and ``reader``: as in
+        :meth:`from_mapping`.
 
         Raises
         ------

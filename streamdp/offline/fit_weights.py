@@ -265,7 +265,7 @@ def fit_manifest(
     ...
     streamdp.errors.InputError: /no/such/manifest.csv: cannot read manifest: No such file or directory
     """
-    from .evaluate import feature_signals
+    from .grid import feature_signals
     from .manifest import read_manifest_rows
     from .recordings import open_recording
 

@@ -6,7 +6,7 @@ Per-feature aggregates and counts only: never a feature row.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import __version__
 from ..config import SessionConfig
-from ..privacy.allocation import allocation_loss
+from ..privacy.allocation import allocation_loss, split_weights
+from ..privacy.bounds import WEIGHTS_PROFILES
 from ..privacy.mechanisms import Steil, make_mechanism
 from ..privacy.weights_file import weights_document
 from ..schema import FEATURE_NAMES, N_FEATURES
@@ -111,6 +112,36 @@ class FittedWeights:
             "streamdp_version": __version__,
         }
 
+    def with_noise(self, config: SessionConfig) -> FittedWeights:
+        """The same fit (the same recordings, separabilities and usefulness) weighed against the
+        noise of ``config``'s mechanism: what :func:`~streamdp.offline.fit_weights.fit_weights`
+        returns for ``config``, without reading the rows again (an evaluation fits each fold once
+        and splits ε for each mechanism of its grid).
+
+        Raises
+        ------
+        TypeError
+            ``config`` is not a SessionConfig; a parameter its mechanism does not take.
+        ValueError
+            ``config``'s bounds are not those the fit clipped the rows to.
+
+        Examples
+        --------
+        >>> from streamdp.offline.fit_weights import fit_weights
+        >>> rng = np.random.default_rng(0)
+        >>> rows = [rng.uniform(0.0, 1.0, (30, 52)) + i % 2 for i in range(4)]
+        >>> fitted = fit_weights(rows, [{"task": "ab"[i % 2]} for i in range(4)], task="task")
+        >>> lpa = fitted.with_noise(SessionConfig(mechanism="lpa", chunk_length=16))
+        >>> lpa.noise_model["mechanism"], bool(np.all(lpa.useful == fitted.useful)), round(float(lpa.weights.sum()), 12)
+        ('lpa', True, 1.0)
+        """
+        if not isinstance(config, SessionConfig):
+            raise TypeError(f"config must be a SessionConfig, got {type(config).__name__}")
+        a, model = unit_noise(config)
+        if model["bounds_digest"] != self.noise_model.get("bounds_digest"):
+            raise ValueError(f"config has other bounds ({model['bounds_digest']}) than the fit's")
+        return replace(self, weights=_frozen(split_weights(self.useful, a)), unit_noise=_frozen(a), noise_model=model)
+
     def document(self, *, name: str, manifest_digest: str | None = None) -> dict[str, Any]:
         """The weights file (:func:`~streamdp.privacy.weights_file.weights_document`) named
         ``name``; ``manifest_digest``: the SHA-256 of the manifest the recordings came from.
@@ -118,8 +149,14 @@ class FittedWeights:
         Raises
         ------
         TypeError, ValueError
-            ``name`` is not a non-empty str.
+            ``name`` is not a non-empty str, or is a shipped allocation's (``"task"``: ledgers
+            would confuse the two).
         """
+        if name in WEIGHTS_PROFILES:
+            raise ValueError(
+                f"name {name!r} is a shipped allocation's, which ledgers would confuse with it: give another "
+                "(streamdp fit-weights --name)"
+            )
         facts = self.facts()
         if manifest_digest is not None:
             facts["manifest_sha256"] = manifest_digest

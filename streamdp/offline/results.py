@@ -134,6 +134,10 @@ RESULT_KEYS = (
     "mechanism", "chunk_length", "epsilon", "epsilon_chunk", "postprocess", "seed", "metric", "target", "classifier",
     "voting", "value", "chance",
 )
+#: the columns added when the weights were fitted on each training fold (``evaluate(fit_weights=True)``)
+FITTED_KEYS = ("weights", "fold_weights")
+#: how the tables say a row's weights were fitted
+FITTED_SAID = "fitted on the training fold"
 
 
 def write_results(
@@ -143,7 +147,7 @@ def write_results(
     and, given the base ``config``, evaluation.json with it as :func:`shared_config` writes it
     (never the seed, the identity or the ledger folder)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    keys = list(RESULT_KEYS)
+    keys = list(RESULT_KEYS) + (list(FITTED_KEYS) if any("weights" in r for r in rows) else [])
     with open(out_dir / "results.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
@@ -205,15 +209,18 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     """Per setting: utility (mean over task labels) and the accuracy averaged over the four
     classifiers, with majority voting and per sample, each as mean ± sd over noise seeds; then
     utility per task label. Rows measured on post-processed releases (``postprocess == "yes"``)
-    get their own lines, marked in a ``post-processed`` column shown only when there are some."""
+    get their own lines, marked in a ``post-processed`` column shown only when there are some;
+    rows whose weights were fitted on each training fold say so in a ``weights`` column."""
     rows = [r if "postprocess" in r else {**r, "postprocess": "no"} for r in rows]
     post = any(r["postprocess"] == "yes" for r in rows)
+    weights = {(r["mechanism"], r["chunk_length"], r["epsilon"]): r["weights"] for r in rows if "weights" in r}
     settings = sorted({(r["mechanism"], r["chunk_length"], r["epsilon"], r["postprocess"]) for r in rows})
     chunk_eps = {(r["mechanism"], r["chunk_length"], r["epsilon"]): r.get("epsilon_chunk") for r in rows}
     columns = [("reidentification", t) for t in _targets(rows, "reidentification")]
     columns += [("task", t) for t in _targets(rows, "task")]
     seeds = len({r["seed"] for r in rows})
-    head = ["mechanism", "n", "ε", "ε per chunk", *(["post-processed"] if post else []), "utility 1/|NMSE|"]
+    head = ["mechanism", "n", "ε", "ε per chunk", *(["weights"] if weights else []),
+            *(["post-processed"] if post else []), "utility 1/|NMSE|"]  # fmt: skip
     for metric, target in columns:
         name = f"re-id {target}" if metric == "reidentification" else target
         head += [f"{name} (voting)", f"{name} per sample"]
@@ -227,6 +234,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         at = {"mechanism": m, "chunk_length": n, "epsilon": e, "postprocess": pp}
         ec = chunk_eps[m, n, e]
         cells = [m, str(n), "–" if m == "none" else f"{e:g}", f"{ec:g}" if ec is not None and np.isfinite(ec) else "–"]
+        if weights:
+            cells.append({"fitted": FITTED_SAID, "-": "–"}.get(weights[m, n, e], weights[m, n, e]))
         cells += [pp] if post else []
         cells.append("–" if m == "none" else _pm(seed_stats(rows, **at, metric="utility"), -1))
         for metric, target in columns:
@@ -238,6 +247,10 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     said = [f"re-identification {reid_chance:.2f}"]
     said += [f"{t} {c:.2f}" for (m, t), c in chance.items() if m == "task"]
     lines += ["", "Chance: " + ", ".join(said) + "."]
+    if "fitted" in weights.values():
+        lines += ["", f"Weights {FITTED_SAID}: each fold's releases split ε as fitted on that fold's training "
+                  "recordings (the chunked split: training steps) alone, never a test one, protecting the "
+                  "participants; results.csv names each fold's weights (fold_weights)."]  # fmt: skip
     labels = _targets(rows, "utility")
     if labels:
         extra = " post-processed |" if post else ""

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from ..errors import InputError
 from ..schema import FEATURE_NAMES, N_FEATURES
+from .weights_file import weights_digest
 
 #: (feature, lo, hi, r, why): the default profile, one documented line per feature
 DEFAULT_BOUNDS: tuple[tuple[str, float, float, float, str], ...] = (
@@ -113,7 +114,7 @@ class BoundsProfile:
     ``weights`` (default: all 1, an equal split) are public: a mechanism given a total ε per chunk
     spends ``ε·wᵢ/Σw`` on feature ``i``. A weight of 0 drops the feature: it is released as the
     public constant ``(lo + hi)/2`` (the schema keeps its 52 columns) and costs nothing.
-    ``weights_name`` names the allocation in ledgers.
+    ``weights_name`` names the allocation in ledgers, and :meth:`weights_digest` the split.
 
     Raises
     ------
@@ -228,6 +229,17 @@ class BoundsProfile:
             content["weights"] = (self.feature_weights / self.feature_weights.sum()).tolist()
         payload = json.dumps(content, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def weights_digest(self) -> str:
+        """The digest of the split the weights make (:func:`~streamdp.privacy.weights_file.weights_digest`):
+        the ledger's ``weights_digest``, equal to that of the weights file they came from.
+
+        Examples
+        --------
+        >>> default_profile("task").weights_digest() == default_profile("task").weights_digest()
+        True
+        """
+        return weights_digest(dict(zip(self.names, self.feature_weights.tolist(), strict=True)))
 
     def select(self, features: list[int]) -> BoundsProfile:
         """The bounds of a subset of features (e.g. for an audit of one feature)."""

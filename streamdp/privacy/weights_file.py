@@ -12,23 +12,33 @@ names the allocation in ledgers. A feature the file does not list gets weight 0 
 as its public constant); a feature the schema does not know is refused, so a misspelt name cannot
 drop a feature unnoticed.
 
+A configuration names a weights file by its path (``SessionConfig(weights="pilot.json")``,
+``--weights pilot.json``); its ``weights`` then holds a :class:`WeightsTable`, the path as given
+with the allocation read from it, so that a copy of the configuration sent to a worker process or a
+dask worker carries the weights and never reads the file again. Every release's ledger names the
+allocation (``weights``) and, unless the split is equal, its :func:`weights_digest`
+(``weights_digest``), which anyone can recompute from the file.
+
 This module needs only the standard library: a configuration of the relay may load a
 weights file without loading the fitting code.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..schema import FEATURE_NAMES
 
-__all__ = ["WEIGHTS_FORMAT", "WEIGHTS_VERSION", "load_weights_file", "weights_document"]
+__all__ = [
+    "WEIGHTS_FORMAT", "WEIGHTS_VERSION", "WeightsTable", "load_weights_file", "weights_digest", "weights_document",
+]
 
 #: the ``format`` of every weights file, and the one ``version`` this streamdp reads
 WEIGHTS_FORMAT = "streamdp-weights"
@@ -173,3 +183,132 @@ def weights_document(
     if fitted is not None:
         doc["fitted"] = dict(fitted)
     return doc
+
+
+def weights_digest(weights: Mapping[str, float]) -> str:
+    """The first 16 hex digits of the SHA-256 of the split ``weights`` make: of
+    ``json.dumps({feature: w/Σw for each feature with w > 0}, sort_keys=True)``, UTF-8. A weights
+    file (whether it lists its features of weight 0 or not) and the ledger of every release made
+    with it give the same digest; weights scaled by a constant split ε alike and digest alike.
+
+    Raises
+    ------
+    TypeError
+        ``weights`` is not a mapping.
+    ValueError
+        A weight that is not finite, negative, or all of them 0.
+
+    Examples
+    --------
+    >>> weights_digest({"a": 2.0, "b": 1.0}) == weights_digest({"a": 4.0, "b": 2.0, "c": 0.0})
+    True
+    >>> len(weights_digest({"a": 1.0}))
+    16
+    """
+    if not isinstance(weights, Mapping):
+        raise TypeError(f"weights must be a mapping of feature → weight, got {type(weights).__name__}")
+    values = {str(k): float(v) for k, v in weights.items()}
+    total = sum(values.values())
+    if not all(math.isfinite(v) and v >= 0 for v in values.values()) or not total > 0:
+        raise ValueError(f"weights must be finite, ≥ 0 and not all 0, got {values}")
+    payload = json.dumps({k: v / total for k, v in values.items() if v > 0}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+class WeightsTable(str):
+    """The ``weights`` of a configuration that is no shipped allocation: this str is where the
+    weights came from (a weights file's path, as configured), and the allocation travels with it.
+
+    Two tables are equal when their text and their weights are (a file changed between two
+    configurations makes two configurations); a table equals a plain str of the same text, and
+    hashes as it. A copy (pickle, ``copy``) keeps the weights and reads no file.
+
+    Parameters
+    ----------
+    source : str
+        Where the weights came from: a file's path as configured, or a description.
+    allocation : str
+        The allocation's name in ledgers (a weights file's ``name``).
+    weights : mapping of str to float, or sequence of float
+        Feature → weight (unlisted features 0), or a weight per schema feature in schema order;
+        refused as :func:`load_weights_file` refuses a file's.
+
+    Attributes
+    ----------
+    allocation : str
+    weights : tuple of float
+        A weight per schema feature, in schema order.
+    digest : str
+        :func:`weights_digest` of the weights.
+
+    Raises
+    ------
+    TypeError
+        ``source`` or ``allocation`` is not a str.
+    ValueError
+        ``allocation`` is empty, or ``weights`` is a sequence of the wrong length.
+    InputError
+        The weights are refused (named with ``source``).
+
+    Examples
+    --------
+    >>> table = WeightsTable("fold.json", "fold", {"blink_rate": 1.0, "fixation_rate": 3.0})
+    >>> table, table.allocation, table.mapping()["fixation_rate"], table == "fold.json"
+    ('fold.json', 'fold', 3.0, True)
+    >>> import pickle
+    >>> pickle.loads(pickle.dumps(table)).digest == table.digest
+    True
+    """
+
+    allocation: str
+    weights: tuple[float, ...]
+    digest: str
+
+    def __new__(cls, source: str, allocation: str, weights: Mapping[str, float] | Sequence[float]) -> WeightsTable:
+        for name, value in (("source", source), ("allocation", allocation)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        if not allocation.strip():
+            raise ValueError(f"allocation must not be empty, got {allocation!r}")
+        if not isinstance(weights, Mapping):
+            values = list(weights)
+            if len(values) != len(FEATURE_NAMES):
+                raise ValueError(f"weights must be {len(FEATURE_NAMES)} values in schema order, got {len(values)}")
+            weights = dict(zip(FEATURE_NAMES, values, strict=True))
+        checked = _checked_weights(source, weights)
+        self = super().__new__(cls, source)
+        self.allocation, self.weights, self.digest = allocation, tuple(checked.values()), weights_digest(checked)
+        return self
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> WeightsTable:
+        """The weights file at ``path`` (``~`` expanded; a relative path is relative to the
+        working directory), the table's text ``path`` as given.
+
+        Raises
+        ------
+        TypeError, InputError
+            As :func:`load_weights_file`.
+        """
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or path, got {type(path).__name__}")
+        name, weights = load_weights_file(Path(path).expanduser())
+        return cls(os.fspath(path), name, weights)
+
+    def mapping(self) -> dict[str, float]:
+        """Feature → weight, every schema feature in schema order."""
+        return dict(zip(FEATURE_NAMES, self.weights, strict=True))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.allocation, self.weights)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WeightsTable):
+            return str.__eq__(self, other) and self.weights == other.weights
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = str.__hash__

@@ -138,7 +138,9 @@ class ChunkMechanism(Mechanism):
 
     def describe(self) -> dict[str, Any]:
         """The public parameters, for the ledger: the total ε of a chunk and ε per feature (one
-        number when every released feature gets the same, else one per feature)."""
+        number when every released feature gets the same, else one per feature), the weights'
+        name and, unless they split ε equally, the digest of their split (``weights_digest``: that
+        of the weights file they came from)."""
         released = self.bounds.released
         per = self.feature_epsilons[released]
         out: dict[str, Any] = {
@@ -146,8 +148,10 @@ class ChunkMechanism(Mechanism):
             "epsilon": self.epsilon,
             "epsilon_per_feature": float(per[0]) if np.all(per == per[0]) else self.feature_epsilons.tolist(),
             "weights": self.bounds.weights_name,
-            "chunk_length": self.chunk_length,
         }
+        if not self.bounds.equal_weights:
+            out["weights_digest"] = self.bounds.weights_digest()
+        out["chunk_length"] = self.chunk_length
         if not released.all():
             out["dropped_features"] = [n for n, r in zip(self.bounds.names, released, strict=True) if not r]
         return out
