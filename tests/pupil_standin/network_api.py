@@ -12,14 +12,16 @@ What the stand-in keeps of Capture, each fact from that source:
   that fails it binds ``tcp://*:*`` instead (every interface, a random port).
 - The menu restarts the server without any notification: the primary-interface switch
   (``tcp://*:{port}``), the port field, the custom address ``host:port``.
-- ``cleanup`` stops the server; replacing the plugin (``start_plugin`` with its name) cleans the
-  old instance up before the new one binds.
+- ``cleanup`` stops the server (its thread gone, then Capture's 0.1 s poll); replacing the plugin
+  (``start_plugin`` with its name) cleans the old instance up before the new one binds: should the
+  old listener still hold the port, the new one falls back to ``tcp://*:*`` as Capture's does.
 - Pupil Remote answers ``SUB_PORT``, ``PUB_PORT``, ``t``, ``T <time>`` and ``v``.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import zmq
@@ -99,9 +101,13 @@ class PupilRemoteController:
         self.__thread.start()
 
     def __stop_server(self) -> None:
+        # Capture sends "Exit" to its server thread, then polls every 0.1 s until the thread has
+        # gone (`while self.__thread_pipe: sleep(0.1)`): it sleeps at least once, which leaves
+        # ZeroMQ's reaper the time to close the old listener before a new one binds its port
         if self.__thread is not None:
             self.__stop.set()
             self.__thread.join()
+            time.sleep(0.1)
             self.__thread = None
 
     def __serve(self, socket: zmq.Socket, stop: threading.Event) -> None:
