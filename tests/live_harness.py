@@ -22,6 +22,19 @@ from streamdp.sinks import ReleaseSink
 LOSSLESS = {"wait_for_subscriber": True, "hwm": 0}
 
 
+def ask_remote(address: str, command: str, *, timeout_ms: int = 3000) -> str:
+    """Pupil Remote's answer to one command, on a REQ socket of its own (linger 0, a poll with a timeout)."""
+    req = zmq.Context.instance().socket(zmq.REQ)
+    req.linger = 0
+    req.connect(address)
+    try:
+        req.send_string(command)
+        assert req.poll(timeout_ms), f"Pupil Remote did not answer {command!r}"
+        return req.recv_string()
+    finally:
+        req.close()
+
+
 @contextmanager
 def live(
     recording: Recording, config: SessionConfig, *, seed: int | None = None, status: bool = False, **sim_kwargs

@@ -30,7 +30,7 @@ from streamdp.network.simulator import CaptureSimulator
 from streamdp.network.subscriber import connect_subscriber
 from streamdp.synthetic import generate
 
-from .live_harness import LOSSLESS
+from .live_harness import LOSSLESS, ask_remote
 
 pytestmark = pytest.mark.slow
 
@@ -55,27 +55,15 @@ def _free_endpoint() -> str:
     return f"tcp://127.0.0.1:{port}"
 
 
-def _ask(address: str, command: str) -> str:
-    req = zmq.Context.instance().socket(zmq.REQ)
-    req.linger = 0
-    req.connect(address)
-    try:
-        req.send_string(command)
-        assert req.poll(3000), f"Pupil Remote did not answer {command!r}"
-        return req.recv_string()
-    finally:
-        req.close()
-
-
 def _inject(remote: str) -> dict[str, int]:
     """Bad frames onto Capture's backbone, as any app on the LAN may publish them: the counts sent."""
     pub = zmq.Context.instance().socket(zmq.PUB)
     pub.linger = 1000
-    pub.connect(f"tcp://127.0.0.1:{_ask(remote, 'PUB_PORT')}")
+    pub.connect(f"tcp://127.0.0.1:{ask_remote(remote, 'PUB_PORT')}")
     time.sleep(0.3)  # a PUB's connection must be up before it sends: nothing to poll for
     topic = b"gaze.3d.01."
     malformed = [b"\xc1", b"\x92\x01", os.urandom(64), os.urandom(16 * 2**20)]  # the last: 16 MB of noise
-    t = float(_ask(remote, "t"))
+    t = float(ask_remote(remote, "t"))
     nan = [{"topic": "gaze.3d.01.", "timestamp": t, "norm_pos": [float("nan"), 0.5], "confidence": 1.0}]
     for payload in malformed:
         pub.send_multipart([topic, payload])
@@ -130,8 +118,8 @@ def test_the_relay_meets_every_fault_in_turn_and_loses_or_repeats_nothing():
         second = CaptureSimulator(restarted, speed=SPEED, remote_port=port, **LOSSLESS)
         second.start()
         _until(reader, got, lambda m: m["t"][0] < 5000, 60.0)
-        ahead = float(_ask(second.remote_address, "t")) + 600.0
-        assert _ask(second.remote_address, f"T {ahead!r}") == "Timesync successful."
+        ahead = float(ask_remote(second.remote_address, "t")) + 600.0
+        assert ask_remote(second.remote_address, f"T {ahead!r}") == "Timesync successful."
         _until(reader, got, lambda m: m["t"][0] > ahead, 60.0)
         proc.send_signal(signal.SIGINT)  # mid-chunk: the stream is still playing
         _, err = proc.communicate(timeout=20)

@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 import pytest
-import zmq
 
 from streamdp.config import SessionConfig
 from streamdp.network.capture_clock import CaptureClock
@@ -19,6 +18,7 @@ from streamdp.session import Session
 from streamdp.sinks import CollectingSink
 from streamdp.synthetic import generate
 
+from .live_harness import ask_remote
 from .pupil_standin import time_sync
 
 THRESHOLD = 0.1  # the default reorder window
@@ -110,18 +110,6 @@ def test_a_bad_threshold_is_refused_by_name(threshold, error):
 # ---------------------------------------------------------------------------------- live
 
 
-def _ask(ctx: zmq.Context, address: str, command: str) -> str:
-    req = ctx.socket(zmq.REQ)
-    req.setsockopt(zmq.LINGER, 0)
-    req.connect(address)
-    try:
-        req.send_string(command)
-        assert req.poll(2000), f"Pupil Remote did not answer {command!r}"
-        return req.recv_string()
-    finally:
-        req.close()
-
-
 def _wait_for(condition, timeout: float) -> bool:
     # the relay runs in its thread; its counters are read, never waited on through a message
     end = time.monotonic() + timeout
@@ -148,12 +136,11 @@ def test_the_relay_restarts_on_captures_T_and_not_on_slews(moves, restarts):
         runner = threading.Thread(target=relay.run, daemon=True)
         runner.start()
         try:
-            ctx = zmq.Context.instance()
             assert _wait_for(lambda: session.newest_gaze is not None, 5.0)
             time.sleep(1.0)  # a few heartbeats' reads of the clock at real time
             for move in moves:
-                now = float(_ask(ctx, sim.remote_address, "t"))
-                assert _ask(ctx, sim.remote_address, f"T {now + move!r}") == "Timesync successful."
+                now = float(ask_remote(sim.remote_address, "t", timeout_ms=2000))
+                assert ask_remote(sim.remote_address, f"T {now + move!r}", timeout_ms=2000) == "Timesync successful."
                 time.sleep(0.1)
             _wait_for(lambda: session.counters.restarts >= 1, 2.0)
             assert session.counters.restarts == restarts
