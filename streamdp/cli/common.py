@@ -16,6 +16,7 @@ from ..gaze import Recording
 from ..offline.recordings import POSITION_UNITS, TIME_UNITS, CsvLayout, open_recording
 from ..offline.results import check_writable_place
 from ..plausibility import Implausible
+from .contract import Needs
 
 #: the rate (Hz) and length (s) of the synthetic gaze read when no recording is given
 SYNTHETIC_RATE = 200.0
@@ -57,6 +58,23 @@ def require_extra(module: str, extra: str, command: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         raise MissingExtra(f"streamdp {command} needs the optional extra: pip install 'streamdp[{extra}]'") from None
+
+
+#: ``--scheduler`` names a dask cluster: it does nothing without ``--executor dask``
+SCHEDULER_NEEDS_DASK = Needs("--scheduler", "--executor=dask", "it is the address of a dask.distributed scheduler")
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    """``--executor`` and ``--scheduler``: where the jobs of ``replay`` and ``evaluate`` run."""
+    parser.add_argument(
+        "--executor",
+        choices=("processes", "dask"),
+        default="processes",
+        help="local processes, or a dask.distributed cluster (pip install 'streamdp[dask]'; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--scheduler", help="dask.distributed scheduler address, with --executor dask (default: a local cluster)"
+    )
 
 
 def add_csv_options(parser: argparse.ArgumentParser) -> None:

@@ -33,9 +33,9 @@ from typing import Any
 from ..config import SessionConfig
 from ..errors import StreamdpError
 from ..privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
-from .common import add_csv_options, csv_layout, require_extra
+from .common import SCHEDULER_NEEDS_DASK, add_csv_options, add_executor_options, csv_layout, require_extra
 from .console import say
-from .contract import Excludes, Needs
+from .contract import Excludes
 from .cost import evaluate_cost, feature_steps
 from .evaluate_gaze import add_gaze_options, check_channel_options, run_gaze
 from .format import counted
@@ -89,7 +89,7 @@ def grid_axis(
 CONFLICTS = (
     Excludes("--channel=gaze", "--postprocess", "post-processing is for chunks of features; the gaze channel's "
              "public median is --gaze-smoothing"),
-    Needs("--scheduler", "--executor=dask", "it is the address of a dask.distributed scheduler"),
+    SCHEDULER_NEEDS_DASK,
     Excludes("--workers", "--executor=dask", "the dask cluster has its own workers"),
     Excludes("--channel=gaze", "--executor=dask", "the gaze channel's evaluation runs on local processes"),
     Excludes("--channel=gaze", "--fit-weights", "the gaze channel has no features to split ε over"),
@@ -133,15 +133,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workers", type=COUNT, default=None, help="local worker processes (default: the processors available)"
     )
-    p.add_argument(
-        "--executor",
-        choices=("processes", "dask"),
-        default="processes",
-        help="local processes, or a dask.distributed cluster (pip install 'streamdp[dask]'; default: %(default)s)",
-    )
-    p.add_argument(
-        "--scheduler", help="dask.distributed scheduler address, with --executor dask (default: a local cluster)"
-    )
+    add_executor_options(p)
     p.add_argument("--people", type=number(int, low=2), default=6, help="synthetic people without a manifest, ≥ 2")
     p.add_argument("--seconds", type=POSITIVE, default=240.0, help="seconds per synthetic recording")
     p.add_argument(

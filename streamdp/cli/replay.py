@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
-from .common import add_csv_options, csv_layout
+from .common import SCHEDULER_NEEDS_DASK, add_csv_options, add_executor_options, csv_layout
 from .console import say
 from .contract import Excludes, Needs
 from .format import counted, json_line
@@ -34,7 +34,7 @@ from .parsing import COUNT, POSITIVE
 READS = reads("privacy", "features", "gaze")
 #: options that do nothing without another
 CONFLICTS = (
-    Needs("--scheduler", "--executor=dask", "it is the address of a dask.distributed scheduler"),
+    SCHEDULER_NEEDS_DASK,
     Needs("--lsl-wait", "--lsl", "it is how long the LSL streams wait for an inlet"),
     Needs("--publish-reproducible-noise-not-private", "--lsl", "seeded noise is published only onto LSL streams"),
     Excludes("--lsl", "--executor=dask", "the LSL streams are played from this process, where the releases are made"),
@@ -50,15 +50,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output folder (refused if it exists, unless --overwrite)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--jobs", type=COUNT, help="local worker processes, ≥ 1 (default: all cores)")
-    p.add_argument(
-        "--executor",
-        choices=("processes", "dask"),
-        default="processes",
-        help="local processes, or a dask.distributed cluster",
-    )
-    p.add_argument(
-        "--scheduler", help="dask.distributed scheduler address, with --executor dask (default: a local cluster)"
-    )
+    add_executor_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object per recording on stdout")
     p.add_argument(
         "--lsl",
