@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import msgpack
+import numpy as np
 import pytest
 import zmq
 
@@ -297,3 +298,31 @@ def test_a_2d_source_gets_gaze_2d_datums_with_the_2d_fields_only():
         capture_gaze_frames(sink.releases[0], "3d")  # a chunk of features
     with pytest.raises(ValueError, match="mode must be"):
         capture_gaze_frames(sink.ticks[0], "4d")
+
+
+def test_a_gaze_datum_is_msgpacks_own_bytes_and_its_geometry_follows_the_sanitized_angles():
+    """The datum is built as one struct.pack of a fixed layout: the bytes must be exactly what
+    msgpack packs for the same map, and the 3d fields the ray through the published angles."""
+    from streamdp.config import SessionConfig
+    from streamdp.network.capture_gaze import EYE_CENTERS_MM, GAZE_DISTANCE_MM, capture_gaze_frames
+    from streamdp.session import Session
+    from streamdp.sinks import CollectingSink
+
+    rec = generate(duration=40.0, seed=3).recording
+    sink = CollectingSink(accepts_gaze=True)
+    Session.for_recording(SessionConfig(seed=0, gaze_channel=True, chunk_length=16), rec, sinks=[sink]).run(rec)
+    names = sink.ticks[0].names
+    for tick in sink.ticks[::25]:
+        for mode in ("3d", "2d"):
+            ((_, payload),) = capture_gaze_frames(tick, mode)
+            datum = msgpack.unpackb(payload, raw=False)
+            assert msgpack.packb(datum, use_bin_type=True) == payload
+        ax, ay = (np.radians(tick.values[0, names.index(n)]) for n in ("x_deg", "y_deg"))
+        ray = np.array([np.tan(ax), -np.tan(ay), 1.0])
+        datum_3d = msgpack.unpackb(capture_gaze_frames(tick)[0][1])
+        point = np.asarray(datum_3d["gaze_point_3d"])
+        np.testing.assert_allclose(point, GAZE_DISTANCE_MM * ray / np.linalg.norm(ray), rtol=1e-12)
+        for eye, centre in EYE_CENTERS_MM.items():
+            normal = np.asarray(datum_3d["gaze_normals_3d"][eye])
+            np.testing.assert_allclose(normal, (point - centre) / np.linalg.norm(point - centre), rtol=1e-12)
+        assert datum_3d["timestamp"] == tick.t[0] and datum_3d["norm_pos"] == tick.values[0, 2:].tolist()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import time
 from types import MappingProxyType
 
 import msgpack
@@ -408,6 +409,44 @@ def test_wait_for_subscribers_counts_real_subscriptions(publisher):
             s.close(linger=0)
     with pytest.raises(ValueError, match="count must be ≥ 1"):
         publisher.wait_for_subscribers(0)
+
+
+def test_a_topic_nobody_subscribes_to_is_not_packed_and_a_new_subscriber_hears_the_next_release(publisher):
+    """What ZeroMQ would drop is neither built nor packed; the first subscription is heard before
+    the next release, and the subscriber's leaving once the owner reads the subscriptions."""
+    rels = iter(_releases(40, seed=None))
+    packed: list[int] = []
+    pack = publisher._pack
+    publisher._pack = lambda message: packed.append(message["ledger"]["chunk_index"]) or pack(message)
+    for _ in range(3):
+        publisher.publish(next(rels))
+    assert packed == []
+    other = connect_subscriber(publisher.endpoint, ("streamdp.gaze.",))  # another topic: still nobody
+    sub = connect_subscriber(publisher.endpoint, ("streamdp.features.",))
+    poller = zmq.Poller()
+    poller.register(sub, zmq.POLLIN)
+    received: list[int] = []
+    try:
+        for rel in rels:  # until the subscription reaches the publisher: then every release
+            publisher.publish(rel)
+            if poller.poll(100):
+                received.append(msgpack.unpackb(sub.recv_multipart()[1])["ledger"]["chunk_index"])
+            if len(received) == 3:
+                break
+        assert received == packed and len(received) == 3  # each packed release was heard, none before
+        assert received == list(range(received[0], received[0] + 3))
+    finally:
+        sub.close(linger=0)
+    assert publisher.wait_for_subscribers(1, timeout=5.0)  # the gaze subscriber's alone
+    deadline = time.monotonic() + 5.0
+    while publisher.poll_subscriptions() > 1 and time.monotonic() < deadline:
+        other.poll(10)  # nothing comes: a bounded wait for the unsubscription
+    assert publisher.subscriptions == 1
+    before = len(packed)
+    for _ in range(2):
+        publisher.publish(next(rels))
+    assert len(packed) == before  # the features' subscriber left: nothing more packed
+    other.close(linger=0)
 
 
 # ------------------------------------------------------------------ the privatizer itself

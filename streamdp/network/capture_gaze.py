@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,6 +76,7 @@ GAZE_DATUM_FIELDS: Mapping[str, str] = {
     "gaze_normals_3d": "sanitized: from the public eye centres to gaze_point_3d",
 }
 _FIELDS_2D = ("topic", "norm_pos", "confidence", "timestamp", "base_data")
+_TOPIC_BYTES = {mode: topic.encode() for mode, topic in GAZE_TOPICS.items()}
 
 _pack = msgpack.Packer(use_bin_type=True).pack
 
@@ -84,42 +86,57 @@ def is_gaze_tick(release: PrivateRelease) -> bool:
     return release.ledger.get("channel") == "gaze"
 
 
-def _ray(ax: float, ay: float) -> tuple[list[float], dict[str, list[float]]]:
-    """The gaze point at the public distance and the normals from the public eye centres to it."""
-    # the pinhole ray through the published angles (norm_to_degrees' camera), y down as Capture's
-    dx, dy = math.tan(math.radians(ax)), -math.tan(math.radians(ay))
-    scale = GAZE_DISTANCE_MM / math.sqrt(dx * dx + dy * dy + 1.0)
-    px, py, pz = dx * scale, dy * scale, scale
-    normals = {}
-    for eye, (cx, cy, cz) in EYE_CENTERS_MM.items():
-        vx, vy, vz = px - cx, py - cy, pz - cz
-        n = math.sqrt(vx * vx + vy * vy + vz * vz)
-        normals[eye] = [vx / n, vy / n, vz / n]
-    return [px, py, pz], normals
-
-
 def _packed_pairs(pairs: Mapping[str, Any]) -> bytes:
     return b"".join(_pack(k) + _pack(v) for k, v in pairs.items())
 
 
-# every datum's constant fields, packed once: a tick packs only what it computes (a map's header,
-# then these pairs, then its own); msgpack's map header for fewer than 16 entries is 0x80 + n
-_CONSTANT = {
-    mode: _packed_pairs({"topic": topic, "confidence": GAZE_CONFIDENCE, "base_data": []})
-    + (_packed_pairs({"eye_centers_3d": {eye: list(c) for eye, c in EYE_CENTERS_MM.items()}}) if mode == "3d" else b"")
-    for mode, topic in GAZE_TOPICS.items()
-}
-_HEADER = {"3d": bytes([0x80 + len(GAZE_DATUM_FIELDS)]), "2d": bytes([0x80 + len(_FIELDS_2D)])}
-_KEYS = {k: _pack(k) for k in ("norm_pos", "timestamp", "gaze_point_3d", "gaze_normals_3d")}
+# A datum's layout is fixed: a map header, the constant pairs, then the computed pairs, every
+# number a msgpack float 64 (0xcb, then 8 bytes big-endian), as msgpack's Packer writes them. So a
+# tick is one struct.pack: each float preceded by the constant bytes before it (the last of which
+# is its 0xcb marker). tests/test_capture_gaze.py checks the bytes against msgpack's own packing.
+_F64 = b"\xcb"
 
 
-def _datum(t: float, ax: float, ay: float, nx: float, ny: float, mode: str) -> bytes:
-    k = _KEYS
-    out = _HEADER[mode] + _CONSTANT[mode] + k["norm_pos"] + _pack([nx, ny]) + k["timestamp"] + _pack(t)
-    if mode == "2d":
-        return out
-    point, normals = _ray(ax, ay)
-    return out + k["gaze_point_3d"] + _pack(point) + k["gaze_normals_3d"] + _pack(normals)
+def _layout(mode: str) -> tuple[struct.Struct, tuple[bytes, ...]]:
+    n_fields = len(GAZE_DATUM_FIELDS) if mode == "3d" else len(_FIELDS_2D)
+    constant = _packed_pairs({"topic": GAZE_TOPICS[mode], "confidence": GAZE_CONFIDENCE, "base_data": []})
+    if mode == "3d":
+        constant += _packed_pairs({"eye_centers_3d": {eye: list(c) for eye, c in EYE_CENTERS_MM.items()}})
+    # the bytes before each float: a fixmap header (0x80 + n) and fixarray headers (0x90 + n)
+    before = [bytes([0x80 + n_fields]) + constant + _pack("norm_pos") + b"\x92" + _F64, _F64,
+              _pack("timestamp") + _F64]  # fmt: skip
+    if mode == "3d":
+        before += [_pack("gaze_point_3d") + b"\x93" + _F64, _F64, _F64,
+                   _pack("gaze_normals_3d") + bytes([0x80 + len(EYE_CENTERS_MM)]) + _pack("0") + b"\x93" + _F64,
+                   _F64, _F64, _pack("1") + b"\x93" + _F64, _F64, _F64]  # fmt: skip
+    return struct.Struct(">" + "".join(f"{len(b)}sd" for b in before)), tuple(before)
+
+
+_LAYOUT_3D, _LAYOUT_2D = _layout("3d"), _layout("2d")
+(_EYE0, _EYE1) = (EYE_CENTERS_MM["0"], EYE_CENTERS_MM["1"])
+
+
+def _datum_3d(t: float, ax: float, ay: float, nx: float, ny: float) -> bytes:
+    """A 3d datum: the pinhole ray through the published angles (norm_to_degrees' camera; y down
+    as Capture's) at the public distance, and the normals from the public eye centres to it."""
+    dx, dy = math.tan(math.radians(ax)), -math.tan(math.radians(ay))
+    pz = GAZE_DISTANCE_MM / math.sqrt(dx * dx + dy * dy + 1.0)
+    px, py = dx * pz, dy * pz
+    ax0, ay0, az0 = px - _EYE0[0], py - _EYE0[1], pz - _EYE0[2]
+    ax1, ay1, az1 = px - _EYE1[0], py - _EYE1[1], pz - _EYE1[2]
+    n0 = math.sqrt(ax0 * ax0 + ay0 * ay0 + az0 * az0)
+    n1 = math.sqrt(ax1 * ax1 + ay1 * ay1 + az1 * az1)
+    layout, (b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11) = _LAYOUT_3D
+    return layout.pack(b0, nx, b1, ny, b2, t, b3, px, b4, py, b5, pz, b6, ax0 / n0, b7, ay0 / n0,
+                       b8, az0 / n0, b9, ax1 / n1, b10, ay1 / n1, b11, az1 / n1)  # fmt: skip
+
+
+def _datum_2d(t: float, ax: float, ay: float, nx: float, ny: float) -> bytes:
+    layout, (b0, b1, b2) = _LAYOUT_2D
+    return layout.pack(b0, nx, b1, ny, b2, t)
+
+
+_DATUM = {"3d": _datum_3d, "2d": _datum_2d}
 
 
 def capture_gaze_frames(
@@ -141,12 +158,10 @@ def capture_gaze_frames(
         raise ValueError(f"mode must be '3d' or '2d', got {mode!r}")
     if not is_gaze_tick(release):
         raise ValueError(f"{release.topic}: not a tick of the gaze channel; only ticks become gaze datums")
-    topic = GAZE_TOPICS[mode].encode()
+    topic, datum = _TOPIC_BYTES[mode], _DATUM[mode]
     ax, ay, nx, ny = _columns(release.names)
-    out = []
-    for t, row in zip(release.t.tolist(), release.values.tolist(), strict=True):
-        out.append((topic, _datum(t, row[ax], row[ay], row[nx], row[ny], mode)))
-    return out
+    return [(topic, datum(t, row[ax], row[ay], row[nx], row[ny]))
+            for t, row in zip(release.t.tolist(), release.values.tolist(), strict=True)]  # fmt: skip
 
 
 @functools.lru_cache(maxsize=8)
