@@ -23,20 +23,22 @@ def _releases(recording, **config):
 
 
 @pytest.mark.parametrize(
-    ("config", "spent"),
+    ("config", "spent", "asked"),
     [
-        pytest.param({"epsilon": 1000.0}, DEFAULT_EPSILON_CEILING, id="above-the-default-ceiling"),
-        pytest.param({"epsilon": 150.0}, 150.0, id="below-it"),
-        pytest.param({"epsilon": 1000.0, "epsilon_ceiling": 400.0}, 400.0, id="a-configured-ceiling"),
-        pytest.param({"epsilon": 1000.0, "epsilon_ceiling": None}, 1000.0, id="no-ceiling"),
-        pytest.param({"epsilon_per_feature": 48.0}, DEFAULT_EPSILON_CEILING, id="per-feature-above-it"),
+        pytest.param({"epsilon": 1000.0}, DEFAULT_EPSILON_CEILING, 1000.0, id="above-the-default-ceiling"),
+        pytest.param({"epsilon": 150.0}, 150.0, None, id="below-it"),
+        pytest.param({"epsilon": 1000.0, "epsilon_ceiling": 400.0}, 400.0, 1000.0, id="a-configured-ceiling"),
+        pytest.param({"epsilon": 1000.0, "epsilon_ceiling": None}, 1000.0, None, id="no-ceiling"),
+        pytest.param({"epsilon_per_feature": 48.0}, DEFAULT_EPSILON_CEILING, 48.0 * 26, id="per-feature-above-it"),
     ],
 )
-def test_a_chunk_spends_at_most_the_ceiling_and_the_ledger_charges_what_it_spent(recording, config, spent):
+def test_a_chunk_spends_at_most_the_ceiling_and_the_ledger_charges_what_it_spent(recording, config, spent, asked):
     releases = _releases(recording, **config)
     for i, rel in enumerate(releases, start=1):
-        assert rel.ledger["epsilon_chunk"] == pytest.approx(spent)
+        assert rel.ledger["epsilon_chunk"] == rel.ledger["epsilon"] == pytest.approx(spent)
         assert rel.ledger["epsilon_spent"] == pytest.approx(i * spent)
+        # what was asked, beside what is spent, only when the ceiling lowered it
+        assert rel.ledger.get("epsilon_asked") == (None if asked is None else pytest.approx(asked))
     # the noise follows what is spent, not what was allowed: capped chunks equal an uncapped
     # session at the ceiling's ε, bit for bit
     if "epsilon_per_feature" not in config:

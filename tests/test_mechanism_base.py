@@ -76,6 +76,10 @@ BAD_VALUES = [
     ("epsilon_per_feature", -1.0, ValueError, None),
     ("epsilon_per_feature", math.nan, ValueError, None),
     ("epsilon_per_feature", math.inf, ValueError, None),
+    ("epsilon_asked", "1", TypeError, None),
+    ("epsilon_asked", True, TypeError, None),
+    ("epsilon_asked", math.nan, ValueError, None),
+    ("epsilon_asked", 1e-3, ValueError, None),  # below the ε spent: a ceiling only ever lowers it
     ("bounds", {"lo": 0}, TypeError, None),
     ("bounds", None, TypeError, None),
     ("chunk_length", 32.0, TypeError, None),

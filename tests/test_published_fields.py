@@ -42,6 +42,7 @@ MECHANISM_FIELDS = {
     "k_epsilon_share", "sensitivity", "level_share", "subsampling_window",
     "dropped_features",  # the weights' zero-weight features, released as public constants
     "weights_digest",  # the digest of the weights' split (a weights file's), unless equal
+    "epsilon_asked",  # the ε per chunk asked for, when the ceiling made the mechanism spend less
 }  # fmt: skip
 #: the accountant's entry: configuration, and counts of releases (public: the subscriber sees
 #: every release arrive)

@@ -69,7 +69,9 @@ def _epsilon_split(led: Mapping[str, Any], features: int) -> str:
         if isinstance(per, (int, float)) and not isinstance(per, bool)
         else f" (shared by {counted(released, 'feature')}{constants})"
     )
-    return f"ε {total:g} for this whole chunk{split}"
+    asked = led.get("epsilon_asked")
+    capped = f", capped by the ceiling from the ε {float(asked):g} asked" if asked is not None else ""
+    return f"ε {total:g} for this whole chunk{split}{capped}"
 
 
 def describe_epsilon(mechanism: Mapping[str, Any]) -> str:
@@ -81,12 +83,16 @@ def describe_epsilon(mechanism: Mapping[str, Any]) -> str:
     'ε 10 per chunk (0.192 per feature)'
     >>> describe_epsilon({"epsilon": 10.0, "epsilon_per_feature": [0.5, 0.0], "weights": "task"})
     'ε 10 per chunk (split by the task weights)'
+    >>> describe_epsilon({"epsilon": 200.0, "epsilon_asked": 2496.0, "epsilon_per_feature": 200 / 52})
+    'ε 200 per chunk (3.85 per feature; the ceiling of 200 spent, 2496 asked)'
     """
     total = mechanism.get("epsilon", mechanism.get("epsilon_chunk"))
     per = mechanism.get("epsilon_per_feature")
+    asked = mechanism.get("epsilon_asked")
+    capped = f"; the ceiling of {float(total):g} spent, {float(asked):g} asked" if asked is not None else ""
     if isinstance(per, (int, float)) and not isinstance(per, bool):
-        return f"ε {float(total):g} per chunk ({per:.3g} per feature)"
-    return f"ε {float(total):g} per chunk (split by the {mechanism.get('weights', 'profile')} weights)"
+        return f"ε {float(total):g} per chunk ({per:.3g} per feature{capped})"
+    return f"ε {float(total):g} per chunk (split by the {mechanism.get('weights', 'profile')} weights{capped})"
 
 
 def _means(led: Mapping[str, Any], names: list[str], values: np.ndarray) -> str:

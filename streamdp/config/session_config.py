@@ -134,10 +134,14 @@ class SessionConfig(ConfigFiles):
         params: dict[str, Any] = {"chunk_length": self.chunk_length}
         ceiling = math.inf if self.epsilon_ceiling is None else float(self.epsilon_ceiling)
         if self.epsilon_per_feature is not None:
-            released = int(self.bounds_profile().released.sum())
-            params["epsilon_per_feature"] = min(self.epsilon_per_feature, ceiling / max(released, 1))
+            released = max(int(self.bounds_profile().released.sum()), 1)
+            params["epsilon_per_feature"] = min(self.epsilon_per_feature, ceiling / released)
+            asked = self.epsilon_per_feature * released
         else:
-            params["epsilon"] = min(DEFAULT_EPSILON if self.epsilon is None else self.epsilon, ceiling)
+            asked = DEFAULT_EPSILON if self.epsilon is None else self.epsilon
+            params["epsilon"] = min(asked, ceiling)
+        if asked > ceiling:  # the ledger says what was asked beside what is spent
+            params["epsilon_asked"] = asked
         for name in ("transform", "k", "sensitivity", "level_share"):
             if getattr(self, name) is not None:
                 params[name] = getattr(self, name)

@@ -82,6 +82,17 @@ EPSILON_PER_FEATURE = Parameter(
 )
 
 
+EPSILON_ASKED = Parameter(
+    "epsilon_asked",
+    "float | None",
+    "The total ε per chunk that was asked for, when a spending ceiling made the mechanism spend "
+    "less (``epsilon``); public, so that the ledger says both. It changes no noise. None (default): "
+    "what was asked is what is spent.",
+    default=None,
+    doc_type="float",
+)
+
+
 class ChunkMechanism(Mechanism):
     """A streaming chunk mechanism whose ε is a total per chunk split by the profile's weights
     (or the papers' ε per feature, given explicitly). See the module docstring.
@@ -94,9 +105,12 @@ class ChunkMechanism(Mechanism):
         ε of each feature (0 where dropped), read-only; they sum to ``epsilon``.
     """
 
-    parameter_table: ClassVar[tuple[Parameter, ...]] = (EPSILON_TOTAL, EPSILON_PER_FEATURE, BOUNDS, CHUNK_LENGTH)
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        EPSILON_TOTAL, EPSILON_PER_FEATURE, BOUNDS, CHUNK_LENGTH, EPSILON_ASKED,
+    )  # fmt: skip
 
     epsilon_per_feature: float | None
+    epsilon_asked: float | None
     feature_epsilons: _F64
 
     def _construct(self, checked: dict[str, Any]) -> None:
@@ -110,7 +124,13 @@ class ChunkMechanism(Mechanism):
                 "chunk_length": checked["chunk_length"],
             }
         )
-        self._set(epsilon_per_feature=None if given is None else float(given), feature_epsilons=per)
+        asked = checked["epsilon_asked"]
+        if asked is not None:
+            asked = check_epsilon("epsilon_asked", asked)
+            if asked < total:
+                raise ValueError(f"epsilon_asked must be ≥ the ε spent per chunk ({total:g}), got {asked!r}")
+        self._set(epsilon_per_feature=None if given is None else float(given), feature_epsilons=per,
+                  epsilon_asked=asked)  # fmt: skip
 
     @property
     def epsilon_chunk(self) -> float:
@@ -132,6 +152,8 @@ class ChunkMechanism(Mechanism):
 
     def arguments(self) -> dict[str, Any]:
         args = {p: getattr(self, p) for p in self.parameters if p not in ("epsilon", "epsilon_per_feature")}
+        if args.get("epsilon_asked") is None:
+            args.pop("epsilon_asked", None)
         if self.epsilon_per_feature is None:
             return {"epsilon": self.epsilon, **args}
         return {"epsilon_per_feature": self.epsilon_per_feature, **args}
@@ -140,12 +162,14 @@ class ChunkMechanism(Mechanism):
         """The public parameters, for the ledger: the total ε of a chunk and ε per feature (one
         number when every released feature gets the same, else one per feature), the weights'
         name and, unless they split ε equally, the digest of their split (``weights_digest``: that
-        of the weights file they came from)."""
+        of the weights file they came from); when a ceiling lowered the ε spent, the ε asked
+        (``epsilon_asked``) beside it."""
         released = self.bounds.released
         per = self.feature_epsilons[released]
         out: dict[str, Any] = {
             "mechanism": self.name,
             "epsilon": self.epsilon,
+            **({} if self.epsilon_asked is None else {"epsilon_asked": self.epsilon_asked}),
             "epsilon_per_feature": float(per[0]) if np.all(per == per[0]) else self.feature_epsilons.tolist(),
             "weights": self.bounds.weights_name,
         }
