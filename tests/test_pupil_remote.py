@@ -326,3 +326,46 @@ def test_a_gaze_datum_is_msgpacks_own_bytes_and_its_geometry_follows_the_sanitiz
             normal = np.asarray(datum_3d["gaze_normals_3d"][eye])
             np.testing.assert_allclose(normal, (point - centre) / np.linalg.norm(point - centre), rtol=1e-12)
         assert datum_3d["timestamp"] == tick.t[0] and datum_3d["norm_pos"] == tick.values[0, 2:].tolist()
+
+
+def test_a_tick_no_app_subscribed_to_is_not_built_and_a_new_app_hears_the_next_one(capture, monkeypatch):
+    """hmd-eyes subscribes to gaze.3d.0., gaze.3d.1. and gaze.3d.01.: only the last matches the
+    binocular topic. Until an app's subscription matches, no datum is built."""
+    from streamdp.config import SessionConfig
+    from streamdp.network import capture_gaze
+    from streamdp.session import Session
+    from streamdp.sinks import CollectingSink
+
+    rec = generate(duration=40.0, seed=4).recording
+    sink = CollectingSink(accepts_gaze=True)
+    Session.for_recording(SessionConfig(seed=0, gaze_channel=True, chunk_length=16), rec, sinks=[sink]).run(rec)
+    built: list[float] = []
+    frames = capture_gaze.capture_gaze_frames
+    monkeypatch.setattr("streamdp.network.pupil_remote.capture_gaze_frames",
+                        lambda release, *a, **k: built.append(release.t[0]) or frames(release, *a, **k))  # fmt: skip
+    remote = StreamdpPupilRemote("tcp://127.0.0.1:0", capture_remote=capture.remote_address,
+                                 publish_reproducible_noise_not_private=True)  # fmt: skip
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    try:
+        ticks = iter(sink.ticks)
+        remote.publish(next(ticks))
+        sub.connect(f"tcp://127.0.0.1:{remote.sub_port}")
+        for prefix in (b"gaze.3d.0.", b"gaze.3d.1."):  # eye by eye: never the binocular topic
+            sub.subscribe(prefix)
+        for _ in range(20):
+            remote.publish(next(ticks))
+            assert sub.poll(20) == 0
+        assert built == []
+        sub.subscribe(b"gaze.3d.01.")
+        heard: list[float] = []
+        for tick in ticks:
+            remote.publish(tick)
+            if sub.poll(100):
+                heard.append(msgpack.unpackb(sub.recv_multipart()[1])["timestamp"])
+            if len(heard) == 3:
+                break
+        assert heard == built  # each datum built was heard: none before the app subscribed
+    finally:
+        sub.close(linger=0)
+        remote.close()

@@ -9,6 +9,7 @@ Apps written for Capture (hmd-eyes, pupil-helpers) connect a REQ socket to Pupil
   (:mod:`streamdp.network.capture_gaze`), the session's ``streamdp.*`` releases as on the
   sanitized socket, and Capture's notifications that :func:`~streamdp.network.notification_policy.outbound`
   passes. Nothing else reaches it: the facade subscribes to nothing of Capture's but ``notify.``.
+  What no app subscribed to is not built at all (:class:`~streamdp.network.subscriptions.Subscriptions`).
 - **PUB_PORT** takes what apps publish (hmd-eyes sends ``calibration.add_ref_data`` and
   ``calibration.should_stop`` there, annotations too) and forwards what
   :func:`~streamdp.network.notification_policy.inbound` allows onto Capture's backbone.
@@ -49,6 +50,7 @@ from .curve import CurveServer
 from .endpoint_checks import check_release_endpoint
 from .notification_policy import inbound, outbound
 from .sink import check_private_noise
+from .subscriptions import Subscriptions
 
 __all__ = ["COMMANDS", "FORWARDED", "StreamdpPupilRemote"]
 
@@ -131,6 +133,7 @@ class StreamdpPupilRemote:
             raise ValueError(f"streamdp's Pupil Remote ({address}) cannot be Capture's ({capture_remote})")
         keys = check_release_endpoint(address, curve=curve, insecure=insecure)
         self.gaze_mode = gaze_mode
+        self._gaze_topic = GAZE_TOPICS[gaze_mode]
         self.counters = counters if counters is not None else SessionCounters()
         self.publish_reproducible_noise_not_private = bool(publish_reproducible_noise_not_private)
         ctx = self._ctx = context or zmq.Context.instance()
@@ -147,7 +150,8 @@ class StreamdpPupilRemote:
                 self._auth.configure_curve(domain="*", location=str(curve.clients_dir))
             self._rep = self._socket(zmq.REP, keys)
             self.address = bind(self._rep, address)
-            self._out = self._socket(zmq.PUB, keys)  # SUB_PORT: both threads, under _out_lock
+            self._out = self._socket(zmq.XPUB, keys)  # SUB_PORT: both threads, under _out_lock
+            self._listeners = Subscriptions(self._out)
             self._out.sndhwm = sndhwm
             self.sub_port = int(bind(self._out, f"tcp://{host}:0").rsplit(":", 1)[1])
             self._app_in = self._socket(zmq.SUB, keys)
@@ -193,18 +197,21 @@ class StreamdpPupilRemote:
         RuntimeError
             The facade is closed.
         """
-        if is_gaze_tick(check_sealed(release)):
-            check_private_noise(release, self.publish_reproducible_noise_not_private)
-            out = capture_gaze_frames(release, self.gaze_mode, sealed=True)
-        else:
-            check_private_noise(release, self.publish_reproducible_noise_not_private)
-            out = [(release.topic.encode(), self._pack(release.to_message()))]
+        check_private_noise(check_sealed(release), self.publish_reproducible_noise_not_private)
+        gaze = is_gaze_tick(release)
+        topic = self._gaze_topic if gaze else release.topic
         with self._out_lock:
             if self.closed:
                 raise RuntimeError("this StreamdpPupilRemote is closed: nothing more is published")
+            if not self._listeners.listened(topic):
+                return  # no app subscribed to it: nothing built (ZeroMQ would drop it)
+            if gaze:
+                out = capture_gaze_frames(release, self.gaze_mode, sealed=True)
+            else:
+                out = [(release.topic.encode(), self._pack(release.to_message()))]
             send = self._out.send  # two sends, not send_multipart: 1 us a tick instead of 3
-            for topic, payload in out:
-                send(topic, zmq.SNDMORE)
+            for topic_frame, payload in out:
+                send(topic_frame, zmq.SNDMORE)
                 send(payload)
 
     def publish_status(self, status: SessionStatus) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 
 import msgpack
 import zmq
@@ -33,6 +32,7 @@ from ..status import SessionStatus, check_status
 from .binding import bind, bind_error
 from .curve import CurveServer, read_certificate
 from .endpoint_checks import check_release_endpoint, check_status_endpoint
+from .subscriptions import Subscriptions
 
 #: the publishers and the sockets' rules they are built from, importable from here as before
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 # plain ints: pyzmq's enums cost more than the check itself
-_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 
 STATUS_TOPIC = "streamdp.status"
 #: the owner's status socket when none is named: the sanitized socket's port + 1, loopback
@@ -206,9 +205,7 @@ class ReleasePublisher:
         self._auth: ThreadAuthenticator | None = None
         self._socket = ctx.socket(zmq.XPUB)
         self._socket.linger = 0
-        # every subscriber's (un)subscription reaches us, not only a topic's first and last:
-        # without it two subscribers of one topic count as one, and a disconnect goes unseen
-        self._socket.setsockopt(zmq.XPUB_VERBOSER, 1)
+        self._subscriptions = Subscriptions(self._socket)  # before a subscriber can connect
         self._socket.sndhwm = sndhwm
         try:
             if curve is not None and keys is not None:
@@ -221,43 +218,18 @@ class ReleasePublisher:
         except BaseException:
             self.close()
             raise
-        self.subscriptions = 0
-        self._prefixes: Counter[bytes] = Counter()  # live subscriptions per topic prefix
-        self._listened: dict[str, bool] = {}  # per topic: whether a live prefix matches it
         self._pack = msgpack.Packer(use_bin_type=True).pack
+
+    @property
+    def subscriptions(self) -> int:
+        """Live subscriptions as last read (:meth:`poll_subscriptions`)."""
+        return self._subscriptions.count
 
     def poll_subscriptions(self) -> int:
         """Read pending (un)subscription frames; returns the number of live subscriptions: one
         per subscriber and topic prefix it subscribed to (a subscriber that leaves takes its
         subscriptions with it; a CURVE client that was refused never subscribed)."""
-        sock = self._socket
-        while sock.getsockopt(_EVENTS) & _POLLIN:
-            frame = sock.recv(zmq.NOBLOCK)
-            prefix = frame[1:]
-            if frame[:1] == b"\x01":
-                self.subscriptions += 1
-                self._prefixes[prefix] += 1
-            elif frame[:1] == b"\x00" and self._prefixes[prefix] > 0:
-                self.subscriptions -= 1
-                self._prefixes[prefix] -= 1
-            else:
-                continue
-            self._listened.clear()
-        return self.subscriptions
-
-    def _is_listened(self, topic: str) -> bool:
-        """Whether a live subscription matches ``topic``. Read anew while nobody listens (a new
-        subscriber is heard before the next release); while somebody does, the owner's loop reads
-        the subscriptions (the relay's, for its status), and a topic believed listened to for a
-        while after its last subscriber left is only sent to nobody, which ZeroMQ drops."""
-        listened = self._listened.get(topic)
-        if not listened:
-            self.poll_subscriptions()  # forgets every topic's answer when a subscription changed
-            listened = self._listened.get(topic)
-            if listened is None:
-                raw = topic.encode()
-                listened = self._listened[topic] = any(n > 0 and raw.startswith(p) for p, n in self._prefixes.items())
-        return listened
+        return self._subscriptions.read()
 
     def wait_for_subscribers(self, count: int = 1, timeout: float = 5.0) -> bool:
         """Wait until ``count`` subscriptions are live or ``timeout`` seconds pass, reading
@@ -297,7 +269,7 @@ class ReleasePublisher:
         """
         check_sealed(release)
         check_private_noise(release, self.publish_reproducible_noise_not_private)
-        if not self._is_listened(release.topic):
+        if not self._subscriptions.listened(release.topic):
             return  # what ZeroMQ would drop is neither built nor packed (most of a tick's cost)
         # two sends, not send_multipart: 1 us a message instead of 3 (the gaze channel sends 60 a second)
         self._socket.send(release.topic.encode(), zmq.SNDMORE)
