@@ -36,7 +36,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 
 from ..privacy.bounds import BoundsProfile
 from ._constraints import CONSTRAINTS, Projection, make_projection
+from ._kernel import compiled_pass, pack
 from ._noise import SUPPORTED_MECHANISMS, NoiseModel, noise_model
 
 __all__ = ["CONSTRAINTS", "DEFAULT_DRIFT", "SUPPORTED_MECHANISMS", "FilterState", "NoiseModel", "PostProcessor",
@@ -116,7 +117,8 @@ class PostProcessor:
     AttributeError: PostProcessor is immutable: cannot set 'drift'
     """
 
-    __slots__ = ("_mean_weights", "_one", "_process", "_projection", "_shape", "consistent", "drift", "noise", "smooth")
+    __slots__ = ("_compiled", "_mean_weights", "_no_state", "_one", "_process", "_projection", "_shape",
+                 "consistent", "drift", "noise", "smooth")  # fmt: skip
 
     noise: NoiseModel
     drift: float
@@ -127,6 +129,8 @@ class PostProcessor:
     _mean_weights: _F64
     _shape: tuple[int, int]
     _one: _F64
+    _compiled: tuple[Callable[..., float], _F64, NDArray[np.int64]] | None
+    _no_state: FilterState
 
     def __init__(
         self,
@@ -159,7 +163,13 @@ class PostProcessor:
             "_mean_weights": _frozen(np.full(model.chunk_length, 1.0 / model.chunk_length)),
             "_shape": (model.chunk_length, released.size),
             "_one": _frozen(np.ones(released.size)),
-        }
+            "_no_state": FilterState(_frozen(np.zeros(released.size)), _frozen(np.zeros(released.size))),
+            "_compiled": None if (kernel := compiled_pass()) is None else (kernel, *pack(
+                np.vstack((projection.lo, projection.hi, (drift * b.width) ** 2, model.level_variance)),
+                projection.equalities, projection.tol, projection.corrected, projection.corrected_gain,
+                projection.orders, projection.w_top, consistent=consistent, clip_a=projection.clip_a,
+            )),
+        }  # fmt: skip
         for key, value in settings.items():
             object.__setattr__(self, key, value)
 
@@ -198,6 +208,8 @@ class PostProcessor:
             gap = int(gap)
         if gap < 1:
             raise ValueError(f"gap must be ≥ 1, got {gap!r}")
+        if self._compiled is not None and (self.smooth or self.consistent):
+            return self._compiled_call(values, x, state, gap)
         # the chunk's level: the smoother's observation, and the finiteness check in the same
         # pass over the chunk (a NaN or ±inf value makes the level, then level·level, non-finite)
         level = np.dot(self._mean_weights, x)
@@ -214,6 +226,25 @@ class PostProcessor:
         if self.consistent:
             return self._projection.apply(x, x if owned else np.empty(self._shape)), state
         return (x if owned else x.copy()), state
+
+    def _compiled_call(
+        self, values: _F64, x: _F64, state: FilterState | None, gap: int
+    ) -> tuple[_F64, FilterState | None]:
+        """:meth:`__call__`'s steps in one compiled pass (:mod:`streamdp.postprocess._kernel`)."""
+        assert self._compiled is not None
+        compiled, floats, ints = self._compiled
+        with_state = self.smooth and state is not None
+        known = state if with_state else self._no_state
+        assert known is not None
+        out = np.empty(self._shape)
+        new_state = np.empty((2, self._shape[1]))
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        total = compiled(x, out, known.estimate, known.variance, new_state, floats, ints, with_state,
+                                   float(gap))  # fmt: skip
+        if not math.isfinite(total):
+            _check_values(x, *self._shape)  # raises, unless finite values overflowed: then as before
+        return out, (FilterState(new_state[0], new_state[1]) if self.smooth else None)
 
     def _update(self, level: _F64, state: FilterState, gap: int) -> tuple[_F64, _F64]:
         """One step of the Kalman filter on the levels: the correction of ``level`` and the next

@@ -136,6 +136,11 @@ class Projection:
     a_tol: _F64  # (R, 1) their tolerance, in a_mat's order
     mean: _I  # (O,) mean ≤ top, indices into cols
     top: _I
+    # the same steps feature by feature, for the compiled pass (streamdp.postprocess._kernel)
+    equalities: _I  # (R, 3) a, b, c of each equality (c = -1: the constant 1), in the order of tol
+    corrected: _I  # (K,) the features the equalities' projection moves (b's, c's, a's)
+    corrected_gain: _F64  # (K, R) their move per unit residual
+    orders: _I  # (O, 2) the mean and the maximum of each order
     _tiles: dict[int, _Tiles] = field(default_factory=dict, repr=False)
     _local: threading.local = field(default_factory=threading.local, repr=False)
 
@@ -291,6 +296,7 @@ def make_projection(lo: _F64, hi: _F64, variance: _F64, released: NDArray[np.boo
     for j, f in enumerate(corrected):
         if f not in top_f:
             gain_w[j] = gain[order, local[int(f)]]
+    moved = ~np.isin(corrected, top_f)  # a maximum is only boxed (its gain row is 0)
     boxed = np.concatenate((mean_f, ib_, top_f, c_feats, ia_, top_f))
     c_hi = np.where(ic_ >= 0, box_hi[np.maximum(ic_, 0)], 1.0)
     a_lo, a_hi, b_lo, b_hi = box_lo[ia_], box_hi[ia_], box_lo[ib_], box_hi[ib_]
@@ -307,6 +313,9 @@ def make_projection(lo: _F64, hi: _F64, variance: _F64, released: NDArray[np.boo
         cols=_frozen(cols, np.intp), a_mat=_frozen(mat), a_tol=_frozen(tol.reshape(-1, 1)),
         mean=_frozen(np.array([local[int(i)] for i in mean_f]), np.intp),
         top=_frozen(np.array([local[int(i)] for i in top_f]), np.intp),
+        equalities=_frozen(np.column_stack((ia_, ib_, ic_)).reshape(-1, 3), np.int64),
+        corrected=_frozen(corrected[moved], np.int64), corrected_gain=_frozen(gain_w[moved]),
+        orders=_frozen(np.column_stack((mean_f, top_f)).reshape(-1, 2), np.int64),
     )
 
 
