@@ -215,6 +215,7 @@ class ChunkPrivatizer(Stage[FeatureRows, "list[PrivateRelease]"]):
         window: WindowConfig | None = None,
         *,
         max_saccade_interval: float = DEFAULT_MAX_SACCADE_INTERVAL,
+        postprocess: bool = False,
     ) -> None:
         wc = window or WindowConfig()
         # the privatizer first: it refuses a wrong mechanism, unit or generator with a TypeError
@@ -227,6 +228,7 @@ class ChunkPrivatizer(Stage[FeatureRows, "list[PrivateRelease]"]):
             max_event_duration=wc.max_event_duration,
             deadline_slack=wc.deadline_slack,
             max_saccade_interval=max_saccade_interval,
+            postprocess=postprocess,
         )
         self.chunker = Chunker(mechanism.chunk_length, wc.step)
 
@@ -263,6 +265,8 @@ class PrivatePipeline(Stage[GazeBatch, "list[PrivateRelease]"]):
         rng: RandomSource | None = None,
         events: EventConfig | None = None,
         window: WindowConfig | None = None,
+        *,
+        postprocess: bool = False,
     ) -> None:
         wc = window or WindowConfig()
         if wc.chunk_length is None:
@@ -280,6 +284,7 @@ class PrivatePipeline(Stage[GazeBatch, "list[PrivateRelease]"]):
             rng,
             self.features.window_config,
             max_saccade_interval=self.features.event_config.max_saccade_interval,
+            postprocess=postprocess,
         )
         self.chunker = self.sanitizer.chunker
         self.privatizer = self.sanitizer.privatizer

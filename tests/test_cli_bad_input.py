@@ -69,6 +69,9 @@ CSV = ["features", "{tmp}/gaze.csv", "--out", "{tmp}/f.csv"]
 CSV_FORMAT = ["--csv-no-header", "--csv-delimiter", ";", "--time-unit", "ms"]
 
 ROWS = [
+    ("postprocess-steil", ["demo", "--mechanism", "steil", "--postprocess-releases"], 2,
+     r"postprocess_releases needs a mechanism whose noise the ledger states \(dcfpa, cfpa, dcfpa-bozkir, lpa\), "
+     r"got 'steil'"),
     # sockets
     ("relay-bind-busy", ["relay", "--bind", "tcp://127.0.0.1:{busy}"], 2, rf"^streamdp relay: error: {BUSY}"),
     ("second-relay", ["relay", "--bind", "tcp://127.0.0.1:{relay}"], 2, rf"^streamdp relay: error: {BUSY}"),

@@ -52,7 +52,10 @@ ACCOUNTANT_FIELDS = {
     "budget_left", "budget_durable",
 }  # fmt: skip
 #: the privatizer's: whether the generator is cryptographic (configuration)
-PRIVATIZER_FIELDS = {"generator"}
+PRIVATIZER_FIELDS = {
+    "generator",
+    "postprocess",  # with postprocess_releases: the post-processing's public settings (drift, smooth, consistent)
+}
 #: chosen privately from the data with the exponential mechanism, its ε accounted (k_epsilon_share)
 NOISED_LEDGER_FIELDS = {"k_chosen"}
 PUBLIC_LEDGER_FIELDS = MECHANISM_FIELDS | ACCOUNTANT_FIELDS | PRIVATIZER_FIELDS

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import InputError
 from ..kernels.geometry import CAMERA_FOV_DEG
 from ..kernels.smoothing import MAX_SMOOTHING_TICKS, check_smoothing
+from ..postprocess import SUPPORTED_MECHANISMS as POSTPROCESS_MECHANISMS
 from ..privacy.accountant import UNITS
 from ..privacy.bounds import WEIGHTS_PROFILES
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
@@ -117,6 +118,12 @@ class ConfigFields:
         or_file=True,
     )
     bounds: str | None = _opt(None, "bounds profile, TOML or JSON (default: the shipped profile)", "privacy")
+    postprocess_releases: bool = _opt(
+        False,
+        "on this device, smooth each chunk across chunks and make it consistent with public facts before it is "
+        "published (streamdp.postprocess: no ε; dcfpa, cfpa, dcfpa-bozkir or lpa)",
+        "privacy",
+    )
     unit: str = _opt("chunk", "unit of privacy", "privacy", choices=UNITS)
     budget: float | None = _opt(None, "ε budget of the w-event or session unit", "privacy")
     w: int | None = _opt(None, "w of the w-event unit", "privacy")
@@ -244,6 +251,13 @@ class ConfigFields:
             raise TypeError(f"gaze_mechanism must be one of {', '.join(GAZE_MECHANISMS)}, got {self.gaze_mechanism!r}")
         if not isinstance(self.gaze_channel, (bool, np.bool_)):
             raise TypeError(f"gaze_channel must be True or False, got {self.gaze_channel!r}")
+        if not isinstance(self.postprocess_releases, (bool, np.bool_)):
+            raise TypeError(f"postprocess_releases must be True or False, got {self.postprocess_releases!r}")
+        if self.postprocess_releases and self.mechanism not in POSTPROCESS_MECHANISMS:
+            raise ValueError(
+                f"postprocess_releases needs a mechanism whose noise the ledger states "
+                f"({', '.join(POSTPROCESS_MECHANISMS)}), got {self.mechanism!r}"
+            )
         for name in ("chunk_length", "w", "seed", "gaze_w"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):

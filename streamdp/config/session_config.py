@@ -239,6 +239,7 @@ class SessionConfig(ConfigFiles):
             rng=self.rng(seed),
             events=self.event_config(source_camera),
             window=self.window_config(),
+            postprocess=bool(self.postprocess_releases),
         )
 
     def chunk_privatizer(self, seed: int | None = None) -> ChunkPrivatizer:
@@ -249,6 +250,7 @@ class SessionConfig(ConfigFiles):
             self.rng(seed),
             self.window_config(),
             max_saccade_interval=self.max_saccade_interval,
+            postprocess=bool(self.postprocess_releases),
         )
 
 

@@ -284,8 +284,9 @@ class PostProcessor:
         TypeError
             An item has no ``values`` and ``ledger`` (not a release).
         ValueError
-            A release of another configuration (its ledger names other public parameters), or
-            chunk indices that do not increase.
+            A release of another configuration (its ledger names other public parameters), one
+            already post-processed where it was made (ledger ``postprocess``), or chunk indices
+            that do not increase.
         """
         out: list[_F64] = []
         state: FilterState | None = None
@@ -294,6 +295,9 @@ class PostProcessor:
             if not (hasattr(rel, "values") and isinstance(getattr(rel, "ledger", None), Mapping)):
                 raise TypeError(f"releases[{i}] must be a release (values and ledger), got {type(rel).__name__}")
             led = rel.ledger
+            if "postprocess" in led:
+                raise ValueError(f"releases[{i}] was post-processed where it was made (ledger 'postprocess'): "
+                                 "post-processing it again would smooth it twice")  # fmt: skip
             for key, want in self.noise.ledger_keys.items():
                 if led.get(key) != want:
                     raise ValueError(f"releases[{i}]: ledger {key} {led[key]!r} is not this post-processor's")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import BudgetExhausted
+from ..postprocess import FilterState, PostProcessor
 from ..privacy.accountant import Accountant, PrivacyUnit
 from ..privacy.guarantee import RawGazeReach
 from ..privacy.mechanisms import MECHANISMS, Mechanism
@@ -28,11 +29,16 @@ log = logging.getLogger(__name__)
 
 _REGISTERED = frozenset(MECHANISMS.values())
 
+#: the ledger key saying how a chunk was post-processed on the device (``postprocess``): its public settings
+POSTPROCESS_KEY = "postprocess"
+
 #: the ledger key saying where the noise came from: ``CRYPTOGRAPHIC`` (the OS's CSPRNG, unpredictable)
 #: or ``REPRODUCIBLE`` ("reproducible, not private": a seed or a NumPy generator, predictable)
 GENERATOR_KEY = "generator"
 
-__all__ = ["CRYPTOGRAPHIC", "GENERATOR_KEY", "REPRODUCIBLE", "Privatizer", "check_rng", "is_cryptographic"]
+__all__ = [
+    "CRYPTOGRAPHIC", "GENERATOR_KEY", "POSTPROCESS_KEY", "REPRODUCIBLE", "Privatizer", "check_rng", "is_cryptographic",
+]  # fmt: skip
 
 
 def is_cryptographic(rng: RandomSource | np.random.Generator) -> bool:
@@ -64,6 +70,24 @@ def check_mechanism(mechanism: object) -> Mechanism:
             f"got {type(mechanism).__name__}"
         )
     return mechanism  # type: ignore[return-value]
+
+
+def _post_processor(mechanism: Mechanism) -> PostProcessor:
+    """The post-processor of ``mechanism``'s releases, run once on a chunk of zeros (numba, where
+    installed, compiles the pass then, not at the first release).
+
+    Raises
+    ------
+    ValueError
+        The mechanism's noise is not one the ledger states (Steil's), named.
+    """
+    ledger = {**mechanism.describe(), "bounds_digest": mechanism.bounds.digest()}
+    try:
+        post = PostProcessor(ledger=ledger, bounds=mechanism.bounds)
+    except ValueError as exc:
+        raise ValueError(f"postprocess: {exc}") from None
+    post(np.zeros((mechanism.chunk_length, len(mechanism.bounds.names))))
+    return post
 
 
 def check_rng(rng: object) -> RandomSource:
@@ -105,10 +129,14 @@ def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[
             entry[GENERATOR_KEY] = self._generator
             if getattr(self.mechanism, "k_private", False):
                 entry["k_chosen"] = res.k.tolist()
+            values = res.values
+            if self._post is not None:  # a function of the noised values and public parameters: no ε
+                values, self._post_state = self._post(values, self._post_state)
+                entry[POSTPROCESS_KEY] = dict(self._post_settings)
             out.append(
                 mint.seal(
                     t=chunk.t,
-                    values=res.values,
+                    values=values,
                     names=self.mechanism.bounds.names,
                     ledger=entry,
                     clipped_fraction=res.clipped_fraction,
@@ -134,6 +162,11 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
     :class:`~streamdp.privacy.guarantee.RawGazeReach` from the public ``window``, ``step``,
     chunk length, ``max_event_duration`` (the block length events never span),
     ``max_saccade_interval`` and ``deadline_slack`` — give the values the features use.
+
+    ``postprocess=True`` smooths each chunk across the stream's chunks and makes it consistent
+    with public facts (:class:`~streamdp.postprocess.PostProcessor`) after the noise and before
+    the seal: a function of the noised values and public parameters only, so it spends no ε; the
+    ledger says so under ``"postprocess"`` (its public settings).
 
     Raises
     ------
@@ -177,8 +210,17 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
         max_event_duration: float = DEFAULT_MAX_EVENT_DURATION,
         max_saccade_interval: float = DEFAULT_MAX_SACCADE_INTERVAL,
         deadline_slack: float = DEFAULT_DEADLINE_SLACK,
+        postprocess: bool = False,
     ) -> None:
         check_mechanism(mechanism)
+        if not isinstance(postprocess, bool):
+            raise TypeError(f"postprocess must be True or False, got {postprocess!r}")
+        self._post = _post_processor(mechanism) if postprocess else None
+        self._post_state: FilterState | None = None
+        self._post_settings = (
+            {} if self._post is None
+            else {"drift": self._post.drift, "smooth": self._post.smooth, "consistent": self._post.consistent}
+        )  # fmt: skip
         if unit is not None and not isinstance(unit, PrivacyUnit):
             raise TypeError(
                 f"unit must be a PrivacyUnit (e.g. PrivacyUnit('session', budget=100.0)), got {unit!r}"
@@ -238,4 +280,6 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
     def reset(self) -> None:
         """Forget the stream, but never the budget spent: the accountant (ε spent, chunks
         released, exhaustion) and the generator's state carry on, so a reset cannot buy a fresh
-        budget or repeat noise. The privatizer holds no other stream state."""
+        budget or repeat noise. The post-processing filter (``postprocess``) starts afresh: the
+        next chunk is not smoothed toward the last stream's."""
+        self._post_state = None
