@@ -43,7 +43,8 @@ WARM, RATE = 10.0, 200.0
 WINDOW, PAIRS = 2.0, 16  # 2 × 16 windows of 2 s: on, off, off, on, on, off, …
 SETTLE = 0.3  # seconds between the app's switch and the window
 LATENCY_SECONDS = 10.0  # after the windows, the facade's time per tick
-SECONDS = 2 * PAIRS * (WINDOW + SETTLE) + LATENCY_SECONDS + 2 * SETTLE
+SINK_WINDOW = 5.0  # then both sinks' time on the relay's thread, on, off, off, on
+SECONDS = 2 * PAIRS * (WINDOW + SETTLE) + LATENCY_SECONDS + 4 * SINK_WINDOW + 7 * SETTLE
 
 
 def _relay_child(remote: str, expected: int, ready_q, out_q, switch_q, switched_q) -> None:
@@ -86,6 +87,29 @@ def _relay_child(remote: str, expected: int, ready_q, out_q, switch_q, switched_
     # the latency apart from the CPU windows: reading the thread's clock twice a tick costs CPU too
     _switch(facade, timed, switch_q, switched_q, "on")
     time.sleep(LATENCY_SECONDS)
+    # both sinks' time on the relay's thread, per release, on and off: the cost itself, without
+    # the rest of the process (its noise is what the windows' standard error shows)
+    sink_publish, sinks = sink.publish, {"on": [0.0, 0], "off": [0.0, 0]}
+    acc = sinks["off"]
+
+    def timed_sink(release, publish=sink_publish) -> None:
+        start = time.thread_time()
+        publish(release)
+        acc[0] += time.thread_time() - start
+        acc[1] += 1
+
+    def timed_facade(release) -> None:
+        start = time.thread_time()
+        publish(release)
+        acc[0] += time.thread_time() - start
+
+    sink.publish = timed_sink  # type: ignore[method-assign]
+    for state in ("on", "off", "off", "on"):
+        _switch(facade, timed_facade if state == "on" else off, switch_q, switched_q, state)
+        acc = sinks[state]  # the relay's thread reads the new list at its next release
+        time.sleep(SINK_WINDOW)
+    acc = [0.0, 0]
+    sink.publish = sink_publish  # type: ignore[method-assign]
     _switch(facade, off, switch_q, switched_q, "off")
     while relay.counters.received < expected and time.monotonic() - wall0 < 120:
         time.sleep(0.1)
@@ -94,7 +118,7 @@ def _relay_child(remote: str, expected: int, ready_q, out_q, switch_q, switched_
     sink.close()
     facade.close()
     c = relay.counters
-    out_q.put({"windows": windows, "publish_ms": [x * 1e3 for x in spent], "received": c.received,
+    out_q.put({"windows": windows, "publish_ms": [x * 1e3 for x in spent], "sinks": sinks, "received": c.received,
                "expected": expected, "late": c.late, "shed": c.shed, "refused": c.refused})  # fmt: skip
 
 
@@ -209,14 +233,20 @@ def test_relay_cpu_with_the_facade_and_with_the_channel_alone(benchmark, role, m
         mean, error = float(pairs.mean()), float(pairs.std(ddof=1) / np.sqrt(len(pairs)))
         every = measured["every_pair"]
         on, off = (float(np.mean(measured["share"][k])) for k in ("on", "off"))
+        # both sinks' time per release on the relay's thread, on minus off, at the releases' rate
+        (t_on, n_on), (t_off, n_off) = measured["sinks"]["on"], measured["sinks"]["off"]
+        sinks_difference = 100.0 * (t_on / n_on - t_off / n_off) * n_off / (2 * SINK_WINDOW)
         benchmark.extra_info.update(
             difference_percent_of_a_core=mean, standard_error=error, pairs=pairs.tolist(),
             every_pair_mean=float(every.mean()), every_pair_error=float(every.std(ddof=1) / np.sqrt(len(every))),
+            sinks_us_per_release={k: 1e6 * t / max(n, 1) for k, (t, n) in measured["sinks"].items()},
+            sinks_difference_percent_of_a_core=sinks_difference,
             target=f"(one relay at {RATE:g} Hz, {len(pairs)} of {PAIRS} pairs of {WINDOW:g} s windows (those without "
             f"a chunk release) after a {WARM:g} s warm-up: the gaze channel alone {off:.2f} % of one core, with "
             f"streamdp's Pupil Remote {on:.2f} %, difference {mean:+.2f} ± {error:.2f} % of a core (mean ± standard "
             f"error over the pairs; all {PAIRS} pairs {every.mean():+.2f} ± {every.std(ddof=1) / np.sqrt(PAIRS):.2f}; "
-            "target <= 0.3))",
+            f"both sinks on the relay's thread {1e6 * t_on / n_on:.1f} µs a release with the facade, "
+            f"{1e6 * t_off / n_off:.1f} µs without: {sinks_difference:+.3f} % of a core; target <= 0.3))",
         )  # fmt: skip
 
 

@@ -66,3 +66,21 @@ def test_the_command_line_takes_none_for_no_ceiling(capsys):
     assert "ε 1000 for this whole chunk" in capsys.readouterr().out
     assert main(["demo", "--seed", "1", "--seconds", "100", "--epsilon", "1000"]) == 0
     assert "ε 200 for this whole chunk" in capsys.readouterr().out
+
+
+def test_what_needs_the_mechanism_without_its_epsilon_is_unaffected_by_the_ceiling():
+    """epsilon_asked belongs to the mechanism that spends: the weights' noise model and the
+    offline mechanisms take the configuration's other parameters and must not see it."""
+    from streamdp.offline.fitted_weights import unit_noise
+    from streamdp.offline.grid import offline_mechanism
+
+    capped = SessionConfig(epsilon=40.0, epsilon_ceiling=10.0)
+    assert capped.mechanism_instance().describe()["epsilon_asked"] == 40.0
+    assert "epsilon_asked" not in capped.mechanism_params()
+    np.testing.assert_array_equal(unit_noise(capped)[0], unit_noise(SessionConfig(epsilon_ceiling=None))[0])
+    assert offline_mechanism(SessionConfig(epsilon=1000.0), "fpa", 52.0).epsilon == 1.0
+
+
+def test_a_per_feature_epsilon_whose_total_overflows_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"epsilon_per_feature 1e\+307 × 26 released features is not finite"):
+        SessionConfig(epsilon_per_feature=1e307).mechanism_instance()

@@ -85,3 +85,37 @@ def test_after_a_reset_the_filter_starts_afresh():
 def test_post_processing_a_mechanism_without_a_stated_noise_is_refused_by_name(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+def test_the_end_of_a_stream_forgets_the_filter():
+    b = default_profile()
+    mech = make_mechanism("cfpa", epsilon=25.0, bounds=b, chunk_length=8)
+    rng = np.random.default_rng(4)
+    chunks = [Chunk(np.arange(8) * 0.5 + 4 * i, rng.uniform(b.lo, b.hi, (8, 52))) for i in range(2)]
+    priv = Privatizer(mech, rng=secure_generator(1), postprocess=True)
+    raw = Privatizer(mech, rng=secure_generator(1)).update(chunks)
+    priv.update(chunks[:1])
+    assert priv.flush() == []  # a restart, or the end of a recording
+    (after,) = priv.update(chunks[1:])
+    np.testing.assert_array_equal(after.values, PostProcessor(ledger=raw[1].ledger, bounds=b)(raw[1].values)[0])
+
+
+def test_the_evaluation_never_post_processes_inside_the_privatizer():
+    from streamdp.offline.grid import grid_config
+
+    cfg = grid_config(SessionConfig(postprocess_releases=True), "dcfpa", 25.0, 32)
+    assert cfg.postprocess_releases is False  # its own post-processing runs per split, with and without
+
+
+@pytest.mark.parametrize("bad", [np.zeros(3), np.zeros(1), np.zeros(52, dtype=np.float32), [0.0] * 52],
+                         ids=["short", "one", "float32", "list"])  # fmt: skip
+def test_a_filter_state_of_the_wrong_shape_is_refused_before_any_pass(bad):
+    from streamdp.postprocess import FilterState
+
+    b = default_profile()
+    mech = make_mechanism("dcfpa", epsilon=25.0, bounds=b, chunk_length=8)
+    pp = PostProcessor(ledger={**mech.describe(), "bounds_digest": b.digest()}, bounds=b)
+    good = np.ones(52)
+    for state in (FilterState(bad, good), FilterState(good, bad)):
+        with pytest.raises(ValueError, match=r"state\.(estimate|variance) must be a float64 array of shape \(52,\)"):
+            pp(np.zeros((8, 52)), state)

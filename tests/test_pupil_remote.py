@@ -340,9 +340,9 @@ def test_a_tick_no_app_subscribed_to_is_not_built_and_a_new_app_hears_the_next_o
     sink = CollectingSink(accepts_gaze=True)
     Session.for_recording(SessionConfig(seed=0, gaze_channel=True, chunk_length=16), rec, sinks=[sink]).run(rec)
     built: list[float] = []
-    frames = capture_gaze.capture_gaze_frames
-    monkeypatch.setattr("streamdp.network.pupil_remote.capture_gaze_frames",
-                        lambda release, *a, **k: built.append(release.t[0]) or frames(release, *a, **k))  # fmt: skip
+    datums = capture_gaze.gaze_datums
+    monkeypatch.setattr("streamdp.network.pupil_remote.gaze_datums",
+                        lambda release, *a, **k: built.append(release.t[0]) or datums(release, *a, **k))  # fmt: skip
     remote = StreamdpPupilRemote("tcp://127.0.0.1:0", capture_remote=capture.remote_address,
                                  publish_reproducible_noise_not_private=True)  # fmt: skip
     sub = zmq.Context.instance().socket(zmq.SUB)

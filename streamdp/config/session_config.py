@@ -134,14 +134,10 @@ class SessionConfig(ConfigFiles):
         params: dict[str, Any] = {"chunk_length": self.chunk_length}
         ceiling = math.inf if self.epsilon_ceiling is None else float(self.epsilon_ceiling)
         if self.epsilon_per_feature is not None:
-            released = max(int(self.bounds_profile().released.sum()), 1)
-            params["epsilon_per_feature"] = min(self.epsilon_per_feature, ceiling / released)
-            asked = self.epsilon_per_feature * released
+            released = int(self.bounds_profile().released.sum())
+            params["epsilon_per_feature"] = min(self.epsilon_per_feature, ceiling / max(released, 1))
         else:
-            asked = DEFAULT_EPSILON if self.epsilon is None else self.epsilon
-            params["epsilon"] = min(asked, ceiling)
-        if asked > ceiling:  # the ledger says what was asked beside what is spent
-            params["epsilon_asked"] = asked
+            params["epsilon"] = min(DEFAULT_EPSILON if self.epsilon is None else self.epsilon, ceiling)
         for name in ("transform", "k", "sensitivity", "level_share"):
             if getattr(self, name) is not None:
                 params[name] = getattr(self, name)
@@ -281,4 +277,30 @@ def _bounds(path: str | None, signal: str, weights: str) -> BoundsProfile:
 
 @lru_cache(maxsize=32)
 def _mechanism(config: SessionConfig) -> Mechanism:
-    return make_mechanism(config.mechanism, bounds=config.bounds_profile(), **config.mechanism_params())
+    params = config.mechanism_params()
+    asked = _asked(config)
+    if asked is not None:  # the ledger says what was asked beside what is spent
+        params["epsilon_asked"] = asked
+    return make_mechanism(config.mechanism, bounds=config.bounds_profile(), **params)
+
+
+def _asked(config: SessionConfig) -> float | None:
+    """The total ε per chunk asked for, when the ceiling lowers it (else None).
+
+    Raises
+    ------
+    ValueError
+        ``epsilon_per_feature`` times the released features overflows.
+    """
+    if config.epsilon_ceiling is None:
+        return None
+    if config.epsilon_per_feature is not None:
+        released = int(config.bounds_profile().released.sum())
+        asked = config.epsilon_per_feature * released
+        if not math.isfinite(asked):
+            raise ValueError(
+                f"epsilon_per_feature {config.epsilon_per_feature!r} × {released} released features is not finite"
+            )
+    else:
+        asked = DEFAULT_EPSILON if config.epsilon is None else config.epsilon
+    return float(asked) if asked > config.epsilon_ceiling else None

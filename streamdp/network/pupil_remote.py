@@ -44,7 +44,7 @@ from ..privacy.release import PrivateRelease, check_sealed
 from ..session_output import SessionCounters
 from ..status import SessionStatus, check_status
 from .binding import bind
-from .capture_gaze import GAZE_TOPICS, capture_gaze_frames, is_gaze_tick
+from .capture_gaze import GAZE_TOPICS, gaze_datums
 from .capture_link import CaptureLink
 from .curve import CurveServer
 from .endpoint_checks import check_release_endpoint
@@ -198,7 +198,7 @@ class StreamdpPupilRemote:
             The facade is closed.
         """
         check_private_noise(check_sealed(release), self.publish_reproducible_noise_not_private)
-        gaze = is_gaze_tick(release)
+        gaze = release.ledger.get("channel") == "gaze"  # is_gaze_tick, inline: once a tick
         topic = self._gaze_topic if gaze else release.topic
         with self._out_lock:
             if self.closed:
@@ -206,7 +206,7 @@ class StreamdpPupilRemote:
             if not self._listeners.listened(topic):
                 return  # no app subscribed to it: nothing built (ZeroMQ would drop it)
             if gaze:
-                out = capture_gaze_frames(release, self.gaze_mode, sealed=True)
+                out = gaze_datums(release, self.gaze_mode)
             else:
                 out = [(release.topic.encode(), self._pack(release.to_message()))]
             send = self._out.send  # two sends, not send_multipart: 1 us a tick instead of 3
@@ -231,6 +231,9 @@ class StreamdpPupilRemote:
                 if link.check():
                     if link.notifications is not None:
                         poller.register(link.notifications, zmq.POLLIN)
+                with self._out_lock:  # what apps send upstream on SUB_PORT does not pile up there
+                    if not self.closed:
+                        self._listeners.read()
                 # asleep until a request, a message or the next look at Capture's ports
                 for sock, _ in poller.poll(max(1, int(link.until_check() * 1000))):
                     if sock is self._wake_rx:

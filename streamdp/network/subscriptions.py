@@ -7,7 +7,15 @@ its prefixes), so the owner can skip that work: :class:`Subscriptions` counts th
 subscriptions per prefix and answers, per topic, whether one of them matches it (ZeroMQ's own rule:
 the prefix begins the topic).
 
-Use it only where the socket is used (its thread, or under the lock its threads share).
+Use it only where the socket is used (its thread, or under the lock its threads share), and
+read often enough (:meth:`read`): what subscribers send upstream waits in the socket until then.
+
+Known limits, of availability only (nothing more ever leaves): ZeroMQ does not say which
+subscriber sent a frame, so a peer that unsubscribes from a prefix it never subscribed to (no
+libzmq SUB socket does; a hand-written ZMTP client could) hides that prefix's messages from the
+others until the next subscription to it; and a SUB socket that subscribes twice to one prefix
+sends two subscriptions but one unsubscription when it leaves, so that prefix counts as listened
+to until the socket closes.
 
 Examples
 --------

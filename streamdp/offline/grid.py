@@ -116,6 +116,8 @@ def grid_config(base: SessionConfig, mechanism: str, epsilon: float, chunk_lengt
     """
     if mechanism not in EVALUATE_MECHANISMS:
         raise ValueError(f"mechanism must be one of {', '.join(EVALUATE_MECHANISMS)}, got {mechanism!r}")
+    # the evaluation post-processes its own way (per split, both with and without: postprocessed.py)
+    base = replace(base, postprocess_releases=False)
     if mechanism in MECHANISMS:
         return replace(base, mechanism=mechanism, epsilon=epsilon, chunk_length=chunk_length).check()
     if mechanism in OFFLINE_MECHANISMS:

@@ -195,13 +195,19 @@ class PostProcessor:
         TypeError
             ``values`` is not a float array, ``state`` not a FilterState or None, ``gap`` not an int.
         ValueError
-            ``values`` is not a finite (chunk_length, F) array; ``gap`` < 1.
+            ``values`` is not a finite (chunk_length, F) array; the state's arrays are not float64
+            of shape (F,); ``gap`` < 1.
         """
         n, n_features = self._shape
         x = _check_values(values, n, n_features, finite=False)
         owned = x is not values  # converted to float64: a new array, ours to overwrite
-        if state is not None and not isinstance(state, FilterState):
-            raise TypeError(f"state must be a FilterState or None, got {type(state).__name__}")
+        if state is not None:
+            if not isinstance(state, FilterState):
+                raise TypeError(f"state must be a FilterState or None, got {type(state).__name__}")
+            for name in ("estimate", "variance"):  # the compiled pass reads them without bounds checks
+                a = getattr(state, name)
+                if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (n_features,)):
+                    raise ValueError(f"state.{name} must be a float64 array of shape ({n_features},), got {a!r:.60}")
         if gap.__class__ is not int:
             if isinstance(gap, bool) or not isinstance(gap, int):
                 raise TypeError(f"gap must be an int, got {gap!r}")
@@ -236,6 +242,7 @@ class PostProcessor:
         with_state = self.smooth and state is not None
         known = state if with_state else self._no_state
         assert known is not None
+
         out = np.empty(self._shape)
         new_state = np.empty((2, self._shape[1]))
         if not x.flags.c_contiguous:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["COMPILED", "compiled_pass", "pack"]
+
+log = logging.getLogger(__name__)
 
 #: whether the compiled pass is available (numba installed); numba itself is imported only when a
 #: post-processor is first made (a second or so), never by the modules that merely import this one
@@ -172,7 +175,13 @@ def compiled_pass() -> Callable[..., float] | None:
     this module), or None without numba."""
     if not COMPILED:
         return None
-    import numba
-
-    compiled: Callable[..., float] = numba.njit(cache=True, nogil=True, boundscheck=False)(_smooth_and_project)
+    try:
+        import numba
+    except Exception as exc:  # a numba that does not match this NumPy: the NumPy path
+        log.warning("post-processing runs on NumPy: numba does not import (%s)", exc)
+        return None
+    try:
+        compiled: Callable[..., float] = numba.njit(cache=True, nogil=True, boundscheck=False)(_smooth_and_project)
+    except RuntimeError:  # nowhere writable to cache it (a read-only install): compiled anew in each process
+        compiled = numba.njit(cache=False, nogil=True, boundscheck=False)(_smooth_and_project)
     return compiled

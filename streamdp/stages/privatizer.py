@@ -274,7 +274,10 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
         return self._exhausted_message is not None
 
     def flush(self) -> list[PrivateRelease]:
-        """Nothing is held between chunks: always ``[]``."""
+        """No chunk is held: always ``[]``. The stream ended: the post-processing filter
+        (``postprocess``) forgets it, so a stream after a gap or a restart is not smoothed toward
+        this one."""
+        self._post_state = None
         return []
 
     def reset(self) -> None:
