@@ -414,7 +414,7 @@ def test_wait_for_subscribers_counts_real_subscriptions(publisher):
 def test_a_topic_nobody_subscribes_to_is_not_packed_and_a_new_subscriber_hears_the_next_release(publisher):
     """What ZeroMQ would drop is neither built nor packed; the first subscription is heard before
     the next release, and the subscriber's leaving once the owner reads the subscriptions."""
-    rels = iter(_releases(40, seed=None))
+    rels = iter(_releases(200, seed=None))
     packed: list[int] = []
     pack = publisher._pack
     publisher._pack = lambda message: packed.append(message["ledger"]["chunk_index"]) or pack(message)
@@ -427,14 +427,20 @@ def test_a_topic_nobody_subscribes_to_is_not_packed_and_a_new_subscriber_hears_t
     poller.register(sub, zmq.POLLIN)
     received: list[int] = []
     try:
-        for rel in rels:  # until the subscription reaches the publisher: then every release
+        for rel in rels:  # until the subscription reaches the publisher: then every release packed arrives
+            count = len(packed)
             publisher.publish(rel)
-            if poller.poll(100):
+            if len(packed) == count:
+                assert poller.poll(20) == []  # nothing packed, nothing sent (and a pause for the subscription)
+            elif poller.poll(5000):
                 received.append(msgpack.unpackb(sub.recv_multipart()[1])["ledger"]["chunk_index"])
             if len(received) == 3:
                 break
         assert received == packed and len(received) == 3  # each packed release was heard, none before
         assert received == list(range(received[0], received[0] + 3))
+    except BaseException:
+        other.close(linger=0)
+        raise
     finally:
         sub.close(linger=0)
     assert publisher.wait_for_subscribers(1, timeout=5.0)  # the gaze subscriber's alone
