@@ -189,11 +189,13 @@ def _line_starting(lines: queue.Queue, prefix: str, timeout: float = 30.0) -> st
 )
 def test_streamdp_relay_says_the_verdict_in_one_line_once_connected(bind, verdict):
     ctx = zmq.Context.instance()
-    free = [ctx.socket(zmq.REP) for _ in range(2)]
-    ports = [s.bind_to_random_port("tcp://127.0.0.1") for s in free]
-    for s in free:
-        s.close(linger=0)  # two ports nobody holds, for the relay's sockets
     with CaptureSimulator(STREAM, **PLAYING, **bind) as sim:
+        # two ports nobody holds, for the relay's sockets: picked once the simulator holds its own
+        # (picked before, the simulator's random ports could take one of them)
+        free = [ctx.socket(zmq.REP) for _ in range(2)]
+        ports = [s.bind_to_random_port("tcp://127.0.0.1") for s in free]
+        for s in free:
+            s.close(linger=0)
         argv = ["relay", "--remote", sim.remote_address, "--bind", f"tcp://127.0.0.1:{ports[0]}"]
         argv += ["--status-bind", f"tcp://127.0.0.1:{ports[1]}"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -213,5 +215,6 @@ def test_streamdp_relay_says_the_verdict_in_one_line_once_connected(bind, verdic
         finally:
             if proc.poll() is None:
                 proc.kill()
+                proc.wait(10)
             proc.stderr.close()
     assert proc.returncode == 0
