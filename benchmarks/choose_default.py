@@ -1,33 +1,50 @@
-"""Choose the default chunk mechanism configuration on public synthetic data only (issue #9).
+"""Choose the default chunk mechanism configuration on public synthetic data only (issues #9, #21).
 
 The criterion: on the synthetic multi-person study, the default beats Bozkir et al.'s Algorithm 1
-(``dcfpa-bozkir``, equal weights) on utility and on task accuracy at equal total ε per chunk, with
-re-identification no higher, at every total ε of the papers' grid (52 × {0.48, 2.4, 4.8, 24, 48})
-and n ∈ {32, 64, 128}.
+(``dcfpa-bozkir``, equal weights, no ceiling) on utility and on task accuracy at equal total ε per
+chunk, with re-identification no higher, at every total ε of the papers' grid (52 × {0.48, 2.4,
+4.8, 24, 48}) and n ∈ {32, 64, 128}, for each mechanism family (CFPA, DCFPA): 30 settings.
 
 Run (writes the raw rows, one JSON per candidate, then prints the tables)::
 
-    python benchmarks/choose_default.py run --out /tmp/h4/raw --seeds 5 --seconds 600 \
-        --candidate "alg1:dcfpa-bozkir" --candidate "default:dcfpa" \
-        --candidate "task:dcfpa,weights=task"
-    python benchmarks/choose_default.py table /tmp/h4/raw/*.json --ceiling default=250
-    python benchmarks/choose_default.py compare /tmp/h4/raw/alg1.json /tmp/h4/raw/task.json --ceiling 200
+    python benchmarks/choose_default.py run --out raw --seeds 20 \
+        --candidate "alg1:dcfpa-bozkir,weights=equal,epsilon_ceiling=none"
+    python benchmarks/choose_default.py run --out raw --seeds 20 --epsilons 24.96 124.8 200 \
+        --candidate "dcfpa:dcfpa,weights=task,epsilon_ceiling=none" \
+        --candidate "cfpa:cfpa,weights=task,epsilon_ceiling=none"
+    python benchmarks/choose_default.py verdict --alg1 raw/alg1.json --cfpa raw/cfpa.json \
+        --dcfpa raw/dcfpa.json --ceiling 200
+    python benchmarks/choose_default.py tradeoff --alg1 raw/alg1.json --candidate raw/dcfpa.json \
+        --ceilings none 500 200 124.8
+    python benchmarks/choose_default.py shared ../shared/data/cateyes_119hz/test_data_full.csv --seeds 20
 
 A candidate is ``label:mechanism[,field=value…]`` with :class:`~streamdp.config.SessionConfig`
-fields (``weights``, ``level_share``, ``k``, ``transform``). ``--ceiling label=C`` in ``table``
-emulates a per-chunk spending ceiling C: at a total ε above C the candidate's figures are those it
-has at C (so C must be on the grid of that candidate's run). Every candidate is run with the same
-noise seeds (repetition j seeds recording i with ``j·R + i``), so differences between candidates
-are paired.
+fields (``weights``, ``epsilon_ceiling``, ``level_share``, ``k``, ``transform``; ``none`` is None).
+Fields not given keep SessionConfig's defaults, which include the task weights and the ceiling of
+200: Algorithm 1 must say ``weights=equal,epsilon_ceiling=none``. A ceiling C is read, not run
+(``table --ceiling label=C``, ``compare --ceiling C``, ``verdict --ceiling C``, ``tradeoff``): at a
+total ε above C a candidate run without a ceiling has the figures it has at C, which is exact, since
+the ceiling builds the mechanism at the spent ε (the releases are the same bit for bit,
+tests/test_epsilon_ceiling.py); C must be on the grid of that candidate's run. Every candidate is
+run with the same noise seeds (repetition j seeds recording i with ``j·R + i``, the classifiers
+with j), so differences between candidates are paired.
 
 Figures per (candidate, n, ε), mean ± sd (ddof 1) over seeds of the per-seed value:
 
-- ``utility``: Bozkir et al.'s mean 1/|NMSE| per task label, averaged over labels (as the
-  evaluation's table);
-- ``utility_released``: the same over the released features only (a feature of weight 0 is a
-  public constant whose NMSE says nothing about the mechanism);
+- ``utility``: Bozkir et al.'s mean 1/|NMSE| per task label, averaged over labels, over the
+  released features (as the evaluation's table);
+- ``utility_released``: the same, computed here (a feature of weight 0 is a public constant whose
+  NMSE says nothing about the mechanism);
+- ``utility_common``: the same over the 26 features the task allocation releases, for every
+  candidate (Algorithm 1 releases all 52, the pupil features included);
 - ``reid``: voted re-identification, chunked split with a window's gap, mean over k-NN, SVM, DT, RF;
 - ``task``: voted task accuracy, leave one person out, mean over the four classifiers.
+
+``verdict`` says per setting whether the default is better than Algorithm 1, by two rules on the
+paired per-seed differences Δ = default − Algorithm 1 (mean and its standard error over seeds):
+utility higher (the ratio of mean utilities > 1, over each one's released features and over the
+26 common ones) and, strict, mean Δ task ≥ 0 and mean Δ re-ID ≤ 0 (a tie counts as equal), or,
+within noise, mean Δ task ≥ −SE and mean Δ re-ID ≤ +SE.
 """
 
 from __future__ import annotations
@@ -43,12 +60,15 @@ from typing import Any
 
 import numpy as np
 
-from streamdp.config import SessionConfig
-from streamdp.offline.evaluate import GridPoint, evaluate, feature_signals, sanitize, synthetic_study
+from streamdp.config import DEFAULT_EPSILON_CEILING, SessionConfig
+from streamdp.offline.evaluate import GridPoint, evaluate, feature_signals, grid_config, sanitize, synthetic_study
 from streamdp.privacy.utility import mean_utility
 
 #: total ε per chunk of the judging grid: 52 features × the papers' ε per feature
 JUDGING_EPSILONS = tuple(round(52 * e, 2) for e in (0.48, 2.4, 4.8, 24.0, 48.0))
+#: the features every candidate is compared on: those the shipped task allocation releases (26);
+#: a candidate's own released set differs (Algorithm 1 releases all 52, pupil features included)
+COMMON = SessionConfig(weights="task").bounds_profile().released
 
 
 def parse_candidate(text: str) -> tuple[str, str, dict[str, Any]]:
@@ -57,8 +77,20 @@ def parse_candidate(text: str) -> tuple[str, str, dict[str, Any]]:
     fields: dict[str, Any] = {}
     for pair in pairs:
         key, _, value = pair.partition("=")
-        fields[key] = value if key in ("weights", "transform") else (float(value) if "." in value else int(value))
+        fields[key] = _field_value(key, value)
     return label, mechanism, fields
+
+
+def _field_value(key: str, value: str) -> Any:
+    """A candidate's field value: ``none`` is None (e.g. ``epsilon_ceiling=none``), names stay text."""
+    if value.lower() == "none":
+        return None
+    if key in ("weights", "transform", "sensitivity"):
+        return value
+    try:
+        return float(value) if "." in value or "e" in value.lower() else int(value)
+    except ValueError:  # k=private
+        return value
 
 
 def released_utility(parts: list, tasks: list[str], released: np.ndarray) -> float:
@@ -82,17 +114,41 @@ def run(args: argparse.Namespace) -> None:
         base = replace(SessionConfig(), **fields)
         grid = [GridPoint(mechanism, e, n) for n in args.n for e in args.epsilons]
         t0 = time.perf_counter()
-        rows = evaluate(recs, grid, seed=0, progress=False, config=base, seeds=args.seeds, workers=1)
+        first = args.first_seed
+        rows = evaluate(recs, grid, seed=first * len(recs), progress=False, config=base, seeds=args.seeds, workers=1)
+        for row in rows:  # repetition j of this run is seed first + j (its classifiers are seeded with j)
+            row["seed"] += first
         released = base.bounds_profile().released
         for point in grid:
-            for j in range(args.seeds):
+            for j in range(first, first + args.seeds):
                 parts = sanitize(recs, mechanism, point.epsilon, point.chunk_length, j * len(recs), base)
-                rows.append({"mechanism": mechanism, "epsilon": point.epsilon, "chunk_length": point.chunk_length,
-                             "seed": j, "metric": "utility_released", "target": "-", "classifier": "-",
-                             "voting": "-", "value": released_utility(parts, tasks, released)})
-        doc = {"label": label, "mechanism": mechanism, "fields": fields, "seconds": args.seconds,
-               "people": args.people, "seeds": args.seeds, "rows": rows}
-        (out / f"{label}.json").write_text(json.dumps(doc))
+                for metric, mask in (("utility_released", released), ("utility_common", COMMON)):
+                    rows.append(
+                        {
+                            "mechanism": mechanism,
+                            "epsilon": point.epsilon,
+                            "chunk_length": point.chunk_length,
+                            "seed": j,
+                            "metric": metric,
+                            "target": "-",
+                            "classifier": "-",
+                            "voting": "-",
+                            "value": released_utility(parts, tasks, mask),
+                        }
+                    )
+        doc = {
+            "label": label,
+            "mechanism": mechanism,
+            "fields": fields,
+            "seconds": args.seconds,
+            "people": args.people,
+            "seeds": args.seeds,
+            "rows": rows,
+            "spent": {f"{p.chunk_length}/{p.epsilon:g}": p.epsilon_chunk(base) for p in grid},
+        }
+        doc["first_seed"] = first
+        name = label if first == 0 else f"{label}.from{first}"
+        (out / f"{name}.json").write_text(json.dumps(doc))
         print(f"{label}: {len(grid)} points × {args.seeds} seeds in {time.perf_counter() - t0:.0f} s", flush=True)
 
 
@@ -103,8 +159,8 @@ def summarize(doc: dict[str, Any]) -> dict[tuple[int, float], dict[str, list[flo
         key = (r["chunk_length"], float(r["epsilon"]), r["seed"])
         if r["metric"] == "utility":
             per[key]["utility"].append(r["value"])
-        elif r["metric"] == "utility_released":
-            per[key]["utility_released"].append(r["value"])
+        elif r["metric"] in ("utility_released", "utility_common"):
+            per[key][r["metric"]].append(r["value"])
         elif r["metric"] == "reidentification" and r["voting"] == "yes" and r["target"] == "chunked":
             per[key]["reid"].append(r["value"])
         elif r["metric"] == "task" and r["voting"] == "yes":
@@ -144,8 +200,15 @@ def table(args: argparse.Namespace) -> None:
             if (n, spent) not in s:
                 continue
             m = s[(n, spent)]
-            cells = [f"{e:g}", f"{spent:g}", fmt(m["utility"], 0), fmt(m["utility_released"], 0), fmt(m["reid"]),
-                     fmt(m["task"]), str(len(m["reid"]))]
+            cells = [
+                f"{e:g}",
+                f"{spent:g}",
+                fmt(m["utility"], 0),
+                fmt(m["utility_released"], 0),
+                fmt(m["reid"]),
+                fmt(m["task"]),
+                str(len(m["reid"])),
+            ]
             lines.append(((n, e, name), f"| {name} | {n} | {' | '.join(cells)} |"))
     for _, line in sorted(lines):
         print(line)
@@ -160,8 +223,10 @@ def compare(args: argparse.Namespace) -> None:
     cand = summarize(cand_doc)
     ceiling = args.ceiling
     name = cand_doc["label"] + (f" ≤{ceiling:g}" if ceiling else "")
-    print(f"{name} against {Path(args.baseline).stem}: Δ = candidate − baseline, mean ± standard error "
-          "of the paired per-seed differences")
+    print(
+        f"{name} against {Path(args.baseline).stem}: Δ = candidate − baseline, mean ± standard error "
+        "of the paired per-seed differences"
+    )
     print()
     print("| n | ε asked | ε spent | Δ utility (released) ×| Δ task voted | Δ re-ID voted | utility | task | re-ID |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -180,8 +245,303 @@ def compare(args: argparse.Namespace) -> None:
             cells.append(f"{d.mean():+.2f} ± {se:.2f}")
             ok.append(sign * d.mean() >= 0)
         marks = ["✓" if o else "✗" for o in ok]
-        print(f"| {n} | {e:g} | {spent:g} | {ratio:.3g}× | {cells[0]} | {cells[1]} | {marks[0]} | {marks[1]} | "
-              f"{marks[2]} |")
+        print(
+            f"| {n} | {e:g} | {spent:g} | {ratio:.3g}× | {cells[0]} | {cells[1]} | {marks[0]} | {marks[1]} | "
+            f"{marks[2]} |"
+        )
+
+
+def _merged(files: list[str]) -> dict[tuple[int, float], dict[str, list[float]]]:
+    """One candidate's figures from its files (runs of one label at other ε are one candidate)."""
+    docs = [json.loads(Path(p).read_text()) for p in files]
+    return summarize({**docs[0], "rows": [r for d in docs for r in d["rows"]]})
+
+
+#: a ceiling: None (none), C per chunk, (C, n₀): C per n₀ steps, a per-time ceiling of C·n/n₀ per chunk,
+#: or (C, E₀, p): a spending curve, min(ε, C·(ε/E₀)^p) spent when ε is asked (rounded to 0.01)
+Ceiling = float | tuple[float, int] | tuple[float, float, float] | None
+
+
+def parse_ceiling(text: str) -> Ceiling:
+    """``none``, ``200`` (per chunk), ``200/64`` (200 per 64 steps: 100 per chunk at n = 32) or
+    ``200@2496^0.4`` (a curve: C·(ε/E₀)^p, 200 at ε 2496)."""
+    if text.lower() == "none":
+        return None
+    if "@" in text:
+        c, _, rest = text.partition("@")
+        e0, _, power = rest.partition("^")
+        return (float(c), float(e0), float(power))
+    c, _, n0 = text.partition("/")
+    return (float(c), int(n0)) if n0 else float(c)
+
+
+def ceiling_name(ceiling: Ceiling) -> str:
+    if ceiling is None:
+        return "none"
+    if isinstance(ceiling, tuple) and len(ceiling) == 3:
+        return f"curve {ceiling[0]:g}·(ε/{ceiling[1]:g})^{ceiling[2]:g}"
+    return f"{ceiling[0]:g} per {ceiling[1]} steps" if isinstance(ceiling, tuple) else f"{ceiling:g}"
+
+
+def _at(figures: dict[tuple[int, float], Any], n: int, e: float, ceiling: Ceiling) -> tuple[float, Any]:
+    """(ε spent, figures) of a candidate asked for ε at n under a ceiling: those it has at
+    min(ε, ceiling) — exactly what the ceiling makes it spend (the mechanism is built at the spent ε,
+    bit for bit the same releases: tests/test_epsilon_ceiling.py)."""
+    if isinstance(ceiling, tuple) and len(ceiling) == 3:
+        ceiling = round(ceiling[0] * (e / ceiling[1]) ** ceiling[2], 2)
+    elif isinstance(ceiling, tuple):
+        ceiling = ceiling[0] * n / ceiling[1]
+    spent = e if ceiling is None else min(e, ceiling)
+    if (n, spent) not in figures:
+        raise SystemExit(f"no figures at n = {n}, ε = {spent:g}: run the candidate there")
+    return spent, figures[(n, spent)]
+
+
+def _paired(c: list[float], b: list[float]) -> tuple[float, float, int]:
+    """Mean and standard error of the paired per-seed differences c − b (seeds 0…k−1 of both)."""
+    k = min(len(c), len(b))
+    d = np.asarray(c[:k]) - np.asarray(b[:k])
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(k)) if k > 1 else 0.0, k
+
+
+def verdict_rows(
+    alg1: dict, families: dict[str, dict], ceiling: Ceiling, ceilings: dict[str, Ceiling] | None = None
+) -> list[dict[str, Any]]:
+    """Each of the 30 settings (family × n × ε of the judging grid): the default of that mechanism
+    family (at ε asked, under the ceiling, or the family's own in ``ceilings``) against Algorithm 1
+    at the same ε and n, paired."""
+    out = []
+    for family, cand in families.items():
+        ceiling_f = (ceilings or {}).get(family, ceiling)
+        for n in (32, 64, 128):
+            for e in JUDGING_EPSILONS:
+                _, b = _at(alg1, n, e, None)
+                spent, c = _at(cand, n, e, ceiling_f)
+                task, task_se, k = _paired(c["task"], b["task"])
+                reid, reid_se, _ = _paired(c["reid"], b["reid"])
+                u_c, u_b = np.asarray(c["utility_released"][:k]), np.asarray(b["utility_released"][:k])
+                common = np.mean(c["utility_common"][:k]) / np.mean(b["utility_common"][:k])
+                row = {
+                    "family": family,
+                    "n": n,
+                    "epsilon": e,
+                    "spent": spent,
+                    "seeds": k,
+                    "utility": float(u_c.mean()),
+                    "utility_alg1": float(u_b.mean()),
+                    "utility_ratio": float(u_c.mean() / u_b.mean()),
+                    "utility_common_ratio": float(common),
+                    "utility_seeds_higher": int((u_c > u_b).sum()),
+                    "task": float(np.mean(c["task"][:k])),
+                    "task_alg1": float(np.mean(b["task"][:k])),
+                    "d_task": task,
+                    "d_task_se": task_se,
+                    "reid": float(np.mean(c["reid"][:k])),
+                    "reid_alg1": float(np.mean(b["reid"][:k])),
+                    "d_reid": reid,
+                    "d_reid_se": reid_se,
+                }
+                utility_ok = row["utility_ratio"] > 1 and row["utility_common_ratio"] > 1
+                # strict: the paired mean differences themselves; a tie (Δ = 0) counts as "equal"/"no higher"
+                row["strict"] = bool(utility_ok and task >= 0 and reid <= 0)
+                # within noise: task lower, or re-ID higher, by at most one standard error of the paired mean
+                row["within_se"] = bool(utility_ok and task >= -task_se and reid <= reid_se)
+                row["within_2se"] = bool(utility_ok and task >= -2 * task_se and reid <= 2 * reid_se)
+                row["utility_ok"], row["task_ok"], row["reid_ok"] = utility_ok, task >= 0, reid <= 0
+                out.append(row)  # fmt: skip
+    return out
+
+
+def verdict(args: argparse.Namespace) -> None:
+    """The 30 settings: streamdp's default of each family against Algorithm 1, and the count."""
+    alg1 = _merged(args.alg1)
+    families = {name: _merged(files) for name, files in (("CFPA", args.cfpa), ("DCFPA", args.dcfpa)) if files}
+    cfpa_ceiling = args.ceiling if args.cfpa_ceiling is None else args.cfpa_ceiling
+    rows = verdict_rows(alg1, families, args.ceiling, {"CFPA": cfpa_ceiling})
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    print(
+        f"streamdp's default (task weights, ceiling {ceiling_name(args.ceiling)}; CFPA {ceiling_name(cfpa_ceiling)}) "
+        "against Algorithm 1 "
+        "(dcfpa-bozkir, equal weights, no ceiling); Δ = default − Algorithm 1, paired mean ± standard error over seeds"
+    )
+    print()
+    print(
+        "| mechanism | n | ε asked | ε spent | utility: default / Alg. 1 (released) | × (26 common) | seeds higher | "
+        "task: default / Alg. 1 | Δ task | re-ID: default / Alg. 1 | Δ re-ID | strict | within 1 SE |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['family']} | {r['n']} | {r['epsilon']:g} | {r['spent']:g} | {r['utility']:.3g} / "
+            f"{r['utility_alg1']:.3g} ({r['utility_ratio']:.3g}×) | {r['utility_common_ratio']:.3g}× | "
+            f"{r['utility_seeds_higher']}/{r['seeds']} | {r['task']:.2f} / {r['task_alg1']:.2f} | "
+            f"{r['d_task']:+.2f} ± {r['d_task_se']:.2f} | {r['reid']:.2f} / {r['reid_alg1']:.2f} | "
+            f"{r['d_reid']:+.2f} ± {r['d_reid_se']:.2f} | {'✓' if r['strict'] else '✗'} | "
+            f"{'✓' if r['within_se'] else '✗'} |"
+        )
+    print()
+    total = len(rows)
+    for key, what in (
+        ("utility_ok", "utility higher (released and 26 common features)"),
+        ("task_ok", "task accuracy higher or equal (paired mean Δ ≥ 0)"),
+        ("reid_ok", "re-identification no higher (paired mean Δ ≤ 0)"),
+        ("strict", "better, strict rule (all three)"),
+        ("within_se", "better, within one standard error (utility higher, Δ task ≥ −SE, Δ re-ID ≤ +SE)"),
+        ("within_2se", "better, within two standard errors (utility higher, Δ task ≥ −2 SE, Δ re-ID ≤ +2 SE)"),
+    ):
+        print(f"- {what}: {sum(r[key] for r in rows)} of {total}")  # fmt: skip
+
+
+def tradeoff(args: argparse.Namespace) -> None:
+    """The ceiling's trade-off: one allocation run without a ceiling, read at each ceiling."""
+    alg1 = _merged(args.alg1)
+    cand = _merged(args.candidate)
+    ceilings = [parse_ceiling(c) for c in args.ceilings]
+    print(
+        "| ceiling | n | ε asked | ε spent | utility (released) | × Alg. 1 | re-ID voted | Δ re-ID vs Alg. 1 | "
+        "task voted | Δ task vs Alg. 1 |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    compact: dict[tuple[float, Any], str] = {}
+    for n in args.n:
+        for e in JUDGING_EPSILONS:
+            _, b = _at(alg1, n, e, None)
+            compact[(e, "alg1")] = (
+                f"{np.mean(b['utility_released']):.3g} / {np.mean(b['reid']):.2f} / {np.mean(b['task']):.2f}"
+                if n == args.compact_n
+                else compact.get((e, "alg1"), "")
+            )
+            print(
+                f"| Alg. 1 | {n} | {e:g} | {e:g} | {fmt(b['utility_released'], 0)} | 1× | {fmt(b['reid'])} | – | "
+                f"{fmt(b['task'])} | – |"
+            )
+            for ceiling in ceilings:
+                spent, c = _at(cand, n, e, ceiling)
+                reid, reid_se, _ = _paired(c["reid"], b["reid"])
+                task, task_se, _ = _paired(c["task"], b["task"])
+                ratio = np.mean(c["utility_released"]) / np.mean(b["utility_released"])
+                name = ceiling_name(ceiling)
+                print(
+                    f"| {name} | {n} | {e:g} | {spent:g} | {fmt(c['utility_released'], 0)} | {ratio:.3g}× | "
+                    f"{fmt(c['reid'])} | {reid:+.2f} ± {reid_se:.2f} | {fmt(c['task'])} | "
+                    f"{task:+.2f} ± {task_se:.2f} |"
+                )
+                if n == args.compact_n:
+                    compact[(e, name)] = (
+                        f"{spent:g} | {np.mean(c['utility_released']):.3g} / "
+                        f"{np.mean(c['reid']):.2f} / {np.mean(c['task']):.2f}"
+                    )
+    names = [ceiling_name(c) for c in ceilings]
+    print()
+    print(f"n = {args.compact_n}; each cell: utility / re-ID / task (voted); ε spent per chunk before it")
+    print()
+    print(
+        "| ε asked per chunk | "
+        + " | ".join(f"ceiling {m}: ε spent | utility / re-ID / task" for m in names)
+        + " | Algorithm 1: utility / re-ID / task |"
+    )
+    print("|---|" + "---|---|" * len(names) + "---|")
+    for e in JUDGING_EPSILONS:
+        print(f"| {e:g} | " + " | ".join(compact[(e, m)] for m in names) + f" | {compact[(e, 'alg1')]} |")
+    print()
+    print(
+        "Settings (n × ε of the judging grid) where this allocation under the ceiling is better than Algorithm 1 "
+        "(the rules of verdict):"
+    )
+    print()
+    print(
+        "| ceiling | utility higher | task ≥ | re-ID ≤ | better, strict | better, within 1 SE | within 2 SE | "
+        "fails (1 SE) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for ceiling, name in zip(ceilings, names, strict=True):
+        rows = verdict_rows(alg1, {"x": cand}, ceiling)
+        fails = ", ".join(f"{r['n']}/{r['epsilon']:g}" for r in rows if not r["within_se"])
+        counts = " | ".join(f"{sum(r[k] for r in rows)}/{len(rows)}" for k in
+                            ("utility_ok", "task_ok", "reid_ok", "strict", "within_se", "within_2se"))  # fmt: skip
+        print(f"| {name} | {counts} | {fails or '–'} |")
+    print()
+    print(f"One line per ceiling (utility and task at n = {args.compact_n}; re-ID voted at n = 32 / 64 / 128):")
+    print()
+    print(
+        "| ceiling | ε spent at 249.6 / 1248 / 2496 asked | utility at 2496 | task at 2496 | re-ID at 249.6 | "
+        "re-ID at 2496 | better than Alg. 1 (of 15: strict / 1 SE / 2 SE) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    big = JUDGING_EPSILONS[-1]
+    for ceiling, name in zip(ceilings, names, strict=True):
+        rows = verdict_rows(alg1, {"x": cand}, ceiling)
+        spent = " / ".join(f"{_at(cand, args.compact_n, e, ceiling)[0]:g}" for e in JUDGING_EPSILONS[2:])
+        c = _at(cand, args.compact_n, big, ceiling)[1]
+        reid = {e: " / ".join(f"{np.mean(_at(cand, n, e, ceiling)[1]['reid']):.2f}" for n in (32, 64, 128))
+                for e in (JUDGING_EPSILONS[2], big)}  # fmt: skip
+        counts = " / ".join(str(sum(r[k] for r in rows)) for k in ("strict", "within_se", "within_2se"))
+        print(f"| {name} | {spent} | {np.mean(c['utility_released']):.3g} | {np.mean(c['task']):.2f} | "
+              f"{reid[JUDGING_EPSILONS[2]]} | {reid[big]} | {counts} |")  # fmt: skip
+    b = {e: {n: _at(alg1, n, e, None)[1] for n in (32, 64, 128)} for e in (JUDGING_EPSILONS[2], big)}
+    print(f"| Algorithm 1 | 249.6 / 1248 / 2496 | {np.mean(b[big][args.compact_n]['utility_released']):.3g} | "
+          f"{np.mean(b[big][args.compact_n]['task']):.2f} | "
+          + " | ".join(" / ".join(f"{np.mean(b[e][n]['reid']):.2f}" for n in (32, 64, 128)) for e in b)
+          + " | – |")  # fmt: skip
+
+
+def shared(args: argparse.Namespace) -> None:
+    """Utility only, on a real recording without labels: the 30 settings, default against
+    Algorithm 1 with the same noise seeds (seed j sanitizes the recording with j, as ``run``)."""
+    from streamdp.readers import read_recording
+
+    recs = feature_signals([(read_recording(args.recording), "P0", "-")])
+    steps = len(recs[0].features)
+    alg1 = replace(SessionConfig(), weights="equal", epsilon_ceiling=None)
+    cfpa_ceiling = args.ceiling if args.cfpa_ceiling is None else args.cfpa_ceiling
+    rows = []
+    for family, mechanism in (("CFPA", "cfpa"), ("DCFPA", "dcfpa")):
+        ceiling = cfpa_ceiling if family == "CFPA" else args.ceiling
+        default = replace(SessionConfig(), weights="task", epsilon_ceiling=ceiling)
+        for n in (32, 64, 128):
+            for e in JUDGING_EPSILONS:
+                per: dict[str, list[float]] = defaultdict(list)
+                for j in range(args.seeds):
+                    for name, mech, cfg in (("alg1", "dcfpa-bozkir", alg1), ("default", mechanism, default)):
+                        parts = sanitize(recs, mech, e, n, j, cfg)
+                        per[name].append(released_utility(parts, ["-"], cfg.bounds_profile().released))
+                        per[name + "_common"].append(released_utility(parts, ["-"], COMMON))
+                d, b = np.asarray(per["default"]), np.asarray(per["alg1"])
+                dc, bc = np.asarray(per["default_common"]), np.asarray(per["alg1_common"])
+                spent = grid_config(default, mechanism, e, n).mechanism_instance().epsilon_chunk
+                rows.append({"family": family, "n": n, "epsilon": e, "spent": spent, "chunks": (steps // n),
+                             "utility": d.tolist(), "utility_alg1": b.tolist(), "utility_common": dc.tolist(),
+                             "utility_common_alg1": bc.tolist(), "seeds_higher": int((d > b).sum()),
+                             "seeds_higher_common": int((dc > bc).sum())})  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    print(
+        f"{args.recording}: {steps} feature steps; utility (1/NMSE) of the released features, default (task "
+        f"weights, ceiling {args.ceiling:g}; CFPA {cfpa_ceiling:g}) against Algorithm 1, {args.seeds} paired seeds"
+    )
+    print()
+    print(
+        "| mechanism | n | chunks | ε asked | ε spent | default (released) | Alg. 1 (released) | × | seeds higher | "
+        "× on the 26 common | seeds higher |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ratio = np.mean(r["utility"]) / np.mean(r["utility_alg1"])
+        common = np.mean(r["utility_common"]) / np.mean(r["utility_common_alg1"])
+        print(
+            f"| {r['family']} | {r['n']} | {r['chunks']} | {r['epsilon']:g} | {r['spent']:g} | "
+            f"{fmt(r['utility'], 0)} | {fmt(r['utility_alg1'], 0)} | {ratio:.3g}× | {r['seeds_higher']}/{args.seeds} | "
+            f"{common:.3g}× | {r['seeds_higher_common']}/{args.seeds} |"
+        )
+    print()
+    for key, what in (("utility", "released features"), ("utility_common", "the 26 common features")):
+        higher = sum(np.mean(r[key]) > np.mean(r[key + "_alg1"]) for r in rows)
+        every = sum(all(np.asarray(r[key]) > np.asarray(r[key + "_alg1"])) for r in rows)
+        print(
+            f"- utility over {what}: default higher on average in {higher} of {len(rows)}, "
+            f"on every seed in {every} of {len(rows)}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -191,6 +551,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--out", required=True)
     r.add_argument("--candidate", action="append", required=True)
     r.add_argument("--seeds", type=int, default=5)
+    r.add_argument("--first-seed", type=int, default=0, help="more seeds for an earlier run: start here")
     r.add_argument("--seconds", type=float, default=600.0)
     r.add_argument("--people", type=int, default=6)
     r.add_argument("--n", type=int, nargs="+", default=[32, 64, 128])
@@ -202,8 +563,37 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("baseline")
     c.add_argument("candidate", nargs="+", help="one candidate's files (their rows are merged)")
     c.add_argument("--ceiling", type=float)
+    v = sub.add_parser("verdict", help="the 30 settings: the default of each family against Algorithm 1")
+    v.add_argument("--alg1", nargs="+", required=True, help="Algorithm 1's files (weights=equal, no ceiling)")
+    v.add_argument("--cfpa", nargs="+", default=[], help="the CFPA default's files (task weights, no ceiling)")
+    v.add_argument("--dcfpa", nargs="+", default=[], help="the DCFPA default's files (task weights, no ceiling)")
+    v.add_argument("--ceiling", type=parse_ceiling, default=DEFAULT_EPSILON_CEILING, help="as tradeoff's")
+    v.add_argument("--cfpa-ceiling", type=parse_ceiling, help="CFPA's own ceiling (default: --ceiling)")
+    v.add_argument("--json", help="write the 30 rows here")
+    o = sub.add_parser("tradeoff", help="one allocation read at several ceilings, against Algorithm 1")
+    o.add_argument("--alg1", nargs="+", required=True)
+    o.add_argument("--candidate", nargs="+", required=True, help="files of one candidate run without a ceiling")
+    o.add_argument(
+        "--ceilings", nargs="+", default=["none", "500", "200", "124.8"], help="none, C per chunk or C/n₀ per n₀ steps"
+    )
+    o.add_argument("--n", type=int, nargs="+", default=[32, 64, 128])
+    o.add_argument("--compact-n", type=int, default=64, help="n of the one-table summary")
+    h = sub.add_parser("shared", help="utility on a real recording without labels, the 30 settings")
+    h.add_argument("recording")
+    h.add_argument("--seeds", type=int, default=10)
+    h.add_argument("--ceiling", type=float, default=DEFAULT_EPSILON_CEILING)
+    h.add_argument("--cfpa-ceiling", type=float, help="CFPA's own ceiling (default: --ceiling)")
+    h.add_argument("--json")
     args = ap.parse_args(argv)
-    {"run": run, "table": table, "compare": compare}[args.command](args)
+    commands = {
+        "run": run,
+        "table": table,
+        "compare": compare,
+        "verdict": verdict,
+        "tradeoff": tradeoff,
+        "shared": shared,
+    }
+    commands[args.command](args)
     sys.stdout.flush()
 
 
