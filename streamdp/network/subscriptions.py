@@ -29,6 +29,8 @@ False
 >>> _ = sub.connect(f"tcp://127.0.0.1:{port}")
 >>> sub.subscribe(b"streamdp.gaze.")
 >>> _ = pub.poll(5000)  # the subscription frame arrives
+>>> subs.read()  # the owner's read (else within IDLE_READ_EVERY of the last one)
+1
 >>> subs.listened("streamdp.gaze.geo-uniform"), subs.listened("streamdp.features.dcfpa"), subs.count
 (True, False, 1)
 >>> sub.close(linger=0); pub.close(linger=0)
@@ -56,10 +58,12 @@ class Subscriptions:
         ``socket`` is not an XPUB socket.
     """
 
-    __slots__ = ("_listened", "_next_read", "_prefixes", "_socket", "count")
+    __slots__ = ("_idle_reads", "_listened", "_next_read", "_prefixes", "_socket", "count")
 
     #: seconds between reads while somebody listens (a departure is noticed within this)
     READ_EVERY = 1.0
+    #: seconds between reads for a topic nobody listens to (a new subscriber is heard within this)
+    IDLE_READ_EVERY = 0.1
 
     def __init__(self, socket: zmq.Socket) -> None:
         if not isinstance(socket, zmq.Socket) or socket.type != zmq.XPUB:
@@ -69,6 +73,7 @@ class Subscriptions:
         self._prefixes: Counter[bytes] = Counter()
         self._listened: dict[str, bool] = {}
         self._next_read = 0.0
+        self._idle_reads: dict[str, float] = {}  # per topic nobody listens to: when to read again
         #: live subscriptions: one per subscriber and prefix (a refused CURVE client never subscribed)
         self.count = 0
 
@@ -91,15 +96,23 @@ class Subscriptions:
         return self.count
 
     def listened(self, topic: str) -> bool:
-        """Whether a live subscription matches ``topic``. Read anew while nobody listens (a new
-        subscriber is heard before the next message); while somebody does, at least every
+        """Whether a live subscription matches ``topic``. While nobody listens to it, the frames
+        are read anew before a message of that topic, at most every :attr:`IDLE_READ_EVERY`
+        seconds (a new subscriber is heard within that: reading costs a system call, and the
+        gaze channel's topic comes 60 times a second); while somebody does, at least every
         :attr:`READ_EVERY` seconds (a departure is noticed then; until then a message only goes
         to nobody, which ZeroMQ drops)."""
         listened = self._listened.get(topic)
-        if not listened or time.monotonic() >= self._next_read:
-            self.read()  # forgets every topic's answer when a subscription changed
-            listened = self._listened.get(topic)
-            if listened is None:
-                raw = topic.encode()
-                listened = self._listened[topic] = any(n > 0 and raw.startswith(p) for p, n in self._prefixes.items())
+        now = time.monotonic()
+        if listened:
+            if now < self._next_read:
+                return True
+        elif listened is not None and now < self._idle_reads.get(topic, 0.0):
+            return False
+        self.read()  # forgets every topic's answer when a subscription changed
+        self._idle_reads[topic] = now + self.IDLE_READ_EVERY
+        listened = self._listened.get(topic)
+        if listened is None:
+            raw = topic.encode()
+            listened = self._listened[topic] = any(n > 0 and raw.startswith(p) for p, n in self._prefixes.items())
         return listened
