@@ -48,18 +48,23 @@ def test_post_processing_twice_is_refused(recording):
         postprocess(done)
 
 
-def test_after_a_reset_the_filter_starts_afresh():
+def _stream(mechanism: str, count: int, seed: int) -> tuple[list[Chunk], Privatizer, list]:
+    """``count`` chunks of 8 steps, a post-processing privatizer, and the plain releases of the same
+    chunks with the same noise."""
     b = default_profile()
-    mech = make_mechanism("dcfpa", epsilon=25.0, bounds=b, chunk_length=8)
-    rng = np.random.default_rng(2)
-    chunks = [Chunk(np.arange(8) * 0.5 + 4 * i, rng.uniform(b.lo, b.hi, (8, 52))) for i in range(3)]
-    priv = Privatizer(mech, rng=secure_generator(9), postprocess=True)
-    plain = Privatizer(mech, rng=secure_generator(9))
+    mech = make_mechanism(mechanism, epsilon=25.0, bounds=b, chunk_length=8)
+    rng = np.random.default_rng(seed)
+    chunks = [Chunk(np.arange(8) * 0.5 + 4 * i, rng.uniform(b.lo, b.hi, (8, 52))) for i in range(count)]
+    raw = Privatizer(mech, rng=secure_generator(seed)).update(chunks)
+    return chunks, Privatizer(mech, rng=secure_generator(seed), postprocess=True), raw
+
+
+def test_after_a_reset_the_filter_starts_afresh():
+    chunks, priv, raw = _stream("dcfpa", 3, seed=2)
     first = priv.update(chunks[:2])
     priv.reset()
     (after,) = priv.update(chunks[2:])
-    raw = plain.update(chunks)
-    pp = PostProcessor(ledger=raw[0].ledger, bounds=b)
+    pp = PostProcessor(ledger=raw[0].ledger, bounds=default_profile())
     out, state = pp(raw[0].values)
     np.testing.assert_array_equal(first[0].values, out)
     np.testing.assert_array_equal(first[1].values, pp(raw[1].values, state)[0])
@@ -88,16 +93,12 @@ def test_post_processing_a_mechanism_without_a_stated_noise_is_refused_by_name(m
 
 
 def test_the_end_of_a_stream_forgets_the_filter():
-    b = default_profile()
-    mech = make_mechanism("cfpa", epsilon=25.0, bounds=b, chunk_length=8)
-    rng = np.random.default_rng(4)
-    chunks = [Chunk(np.arange(8) * 0.5 + 4 * i, rng.uniform(b.lo, b.hi, (8, 52))) for i in range(2)]
-    priv = Privatizer(mech, rng=secure_generator(1), postprocess=True)
-    raw = Privatizer(mech, rng=secure_generator(1)).update(chunks)
+    chunks, priv, raw = _stream("cfpa", 2, seed=4)
     priv.update(chunks[:1])
     assert priv.flush() == []  # a restart, or the end of a recording
     (after,) = priv.update(chunks[1:])
-    np.testing.assert_array_equal(after.values, PostProcessor(ledger=raw[1].ledger, bounds=b)(raw[1].values)[0])
+    pp = PostProcessor(ledger=raw[1].ledger, bounds=default_profile())
+    np.testing.assert_array_equal(after.values, pp(raw[1].values)[0])
 
 
 def test_the_evaluation_never_post_processes_inside_the_privatizer():

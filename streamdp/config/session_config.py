@@ -131,13 +131,7 @@ class SessionConfig(ConfigFiles):
     def mechanism_params(self) -> dict[str, Any]:
         """The mechanism parameters a user set: the others keep the mechanism's defaults, and a
         parameter the mechanism does not take is refused by it, never dropped."""
-        params: dict[str, Any] = {"chunk_length": self.chunk_length}
-        ceiling = math.inf if self.epsilon_ceiling is None else float(self.epsilon_ceiling)
-        if self.epsilon_per_feature is not None:
-            released = int(self.bounds_profile().released.sum())
-            params["epsilon_per_feature"] = min(self.epsilon_per_feature, ceiling / max(released, 1))
-        else:
-            params["epsilon"] = min(DEFAULT_EPSILON if self.epsilon is None else self.epsilon, ceiling)
+        params: dict[str, Any] = {"chunk_length": self.chunk_length, **_spending(self)[0]}
         for name in ("transform", "k", "sensitivity", "level_share"):
             if getattr(self, name) is not None:
                 params[name] = getattr(self, name)
@@ -278,29 +272,27 @@ def _bounds(path: str | None, signal: str, weights: str) -> BoundsProfile:
 @lru_cache(maxsize=32)
 def _mechanism(config: SessionConfig) -> Mechanism:
     params = config.mechanism_params()
-    asked = _asked(config)
+    asked = _spending(config)[1]
     if asked is not None:  # the ledger says what was asked beside what is spent
+        if not math.isfinite(asked):
+            raise ValueError(
+                f"epsilon_per_feature {config.epsilon_per_feature!r} × "
+                f"{int(config.bounds_profile().released.sum())} released features is not finite"
+            )
         params["epsilon_asked"] = asked
     return make_mechanism(config.mechanism, bounds=config.bounds_profile(), **params)
 
 
-def _asked(config: SessionConfig) -> float | None:
-    """The total ε per chunk asked for, when the ceiling lowers it (else None).
-
-    Raises
-    ------
-    ValueError
-        ``epsilon_per_feature`` times the released features overflows.
-    """
-    if config.epsilon_ceiling is None:
-        return None
+def _spending(config: SessionConfig) -> tuple[dict[str, float], float | None]:
+    """What the mechanism spends, as the keyword the configuration states it by (``epsilon`` or
+    ``epsilon_per_feature``, after the ceiling), and the total ε per chunk asked for when the
+    ceiling lowered it (else None)."""
+    ceiling = math.inf if config.epsilon_ceiling is None else float(config.epsilon_ceiling)
     if config.epsilon_per_feature is not None:
         released = int(config.bounds_profile().released.sum())
         asked = config.epsilon_per_feature * released
-        if not math.isfinite(asked):
-            raise ValueError(
-                f"epsilon_per_feature {config.epsilon_per_feature!r} × {released} released features is not finite"
-            )
+        spend = {"epsilon_per_feature": min(config.epsilon_per_feature, ceiling / max(released, 1))}
     else:
         asked = DEFAULT_EPSILON if config.epsilon is None else config.epsilon
-    return float(asked) if asked > config.epsilon_ceiling else None
+        spend = {"epsilon": min(asked, ceiling)}
+    return spend, (float(asked) if asked > ceiling else None)

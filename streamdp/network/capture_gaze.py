@@ -93,7 +93,7 @@ def _packed_pairs(pairs: Mapping[str, Any]) -> bytes:
 # A datum's layout is fixed: a map header, the constant pairs, then the computed pairs, every
 # number a msgpack float 64 (0xcb, then 8 bytes big-endian), as msgpack's Packer writes them. So a
 # tick is one struct.pack: each float preceded by the constant bytes before it (the last of which
-# is its 0xcb marker). tests/test_capture_gaze.py checks the bytes against msgpack's own packing.
+# is its 0xcb marker). tests/test_pupil_remote.py checks the bytes against msgpack's own packing.
 _F64 = b"\xcb"
 
 

@@ -44,7 +44,7 @@ from ..privacy.release import PrivateRelease, check_sealed
 from ..session_output import SessionCounters
 from ..status import SessionStatus, check_status
 from .binding import bind
-from .capture_gaze import GAZE_TOPICS, gaze_datums
+from .capture_gaze import GAZE_TOPICS, gaze_datums, is_gaze_tick
 from .capture_link import CaptureLink
 from .curve import CurveServer
 from .endpoint_checks import check_release_endpoint
@@ -198,7 +198,7 @@ class StreamdpPupilRemote:
             The facade is closed.
         """
         check_private_noise(check_sealed(release), self.publish_reproducible_noise_not_private)
-        gaze = release.ledger.get("channel") == "gaze"  # is_gaze_tick, inline: once a tick
+        gaze = is_gaze_tick(release)
         topic = self._gaze_topic if gaze else release.topic
         with self._out_lock:
             if self.closed:

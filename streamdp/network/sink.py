@@ -51,8 +51,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# plain ints: pyzmq's enums cost more than the check itself
-
 STATUS_TOPIC = "streamdp.status"
 #: the owner's status socket when none is named: the sanitized socket's port + 1, loopback
 DEFAULT_STATUS_ENDPOINT = "tcp://127.0.0.1:5571"

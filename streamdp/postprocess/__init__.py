@@ -48,10 +48,13 @@ from ._constraints import CONSTRAINTS, Projection, make_projection
 from ._kernel import compiled_pass, pack
 from ._noise import SUPPORTED_MECHANISMS, NoiseModel, noise_model
 
-__all__ = ["CONSTRAINTS", "DEFAULT_DRIFT", "SUPPORTED_MECHANISMS", "FilterState", "NoiseModel", "PostProcessor",
-           "noise_model", "postprocess"]
+__all__ = ["CONSTRAINTS", "DEFAULT_DRIFT", "POSTPROCESS_KEY", "SUPPORTED_MECHANISMS", "FilterState", "NoiseModel",
+           "PostProcessor", "noise_model", "postprocess"]
 
 _F64 = NDArray[np.float64]
+
+#: the ledger key of a release post-processed where it was made (its public settings)
+POSTPROCESS_KEY = "postprocess"
 
 #: the assumed standard deviation of a feature's change of level between consecutive chunks, as a
 #: fraction of its public range: chosen on public synthetic people (docs/postprocess.md)
@@ -153,19 +156,20 @@ class PostProcessor:
         released = model.released
         projection = make_projection(b.lo, b.hi, model.step_variance, released)
         projection.tiles(model.chunk_length)  # built once, here
+        process = _frozen((drift * b.width) ** 2)  # the drift's variance per chunk
         settings = {
             "noise": model,
             "drift": float(drift),
             "smooth": smooth,
             "consistent": consistent,
             "_projection": projection,
-            "_process": _frozen((drift * b.width) ** 2),
+            "_process": process,
             "_mean_weights": _frozen(np.full(model.chunk_length, 1.0 / model.chunk_length)),
             "_shape": (model.chunk_length, released.size),
             "_one": _frozen(np.ones(released.size)),
             "_no_state": FilterState(_frozen(np.zeros(released.size)), _frozen(np.zeros(released.size))),
             "_compiled": None if (kernel := compiled_pass()) is None else (kernel, *pack(
-                np.vstack((projection.lo, projection.hi, (drift * b.width) ** 2, model.level_variance)),
+                np.vstack((projection.lo, projection.hi, process, model.level_variance)),
                 projection.equalities, projection.tol, projection.corrected, projection.corrected_gain,
                 projection.orders, projection.w_top, consistent=consistent, clip_a=projection.clip_a,
             )),
@@ -215,7 +219,7 @@ class PostProcessor:
         if gap < 1:
             raise ValueError(f"gap must be ≥ 1, got {gap!r}")
         if self._compiled is not None and (self.smooth or self.consistent):
-            return self._compiled_call(values, x, state, gap)
+            return self._compiled_call(x, state, gap)
         # the chunk's level: the smoother's observation, and the finiteness check in the same
         # pass over the chunk (a NaN or ±inf value makes the level, then level·level, non-finite)
         level = np.dot(self._mean_weights, x)
@@ -233,9 +237,7 @@ class PostProcessor:
             return self._projection.apply(x, x if owned else np.empty(self._shape)), state
         return (x if owned else x.copy()), state
 
-    def _compiled_call(
-        self, values: _F64, x: _F64, state: FilterState | None, gap: int
-    ) -> tuple[_F64, FilterState | None]:
+    def _compiled_call(self, x: _F64, state: FilterState | None, gap: int) -> tuple[_F64, FilterState | None]:
         """:meth:`__call__`'s steps in one compiled pass (:mod:`streamdp.postprocess._kernel`)."""
         assert self._compiled is not None
         compiled, floats, ints = self._compiled
@@ -302,7 +304,7 @@ class PostProcessor:
             if not (hasattr(rel, "values") and isinstance(getattr(rel, "ledger", None), Mapping)):
                 raise TypeError(f"releases[{i}] must be a release (values and ledger), got {type(rel).__name__}")
             led = rel.ledger
-            if "postprocess" in led:
+            if POSTPROCESS_KEY in led:
                 raise ValueError(f"releases[{i}] was post-processed where it was made (ledger 'postprocess'): "
                                  "post-processing it again would smooth it twice")  # fmt: skip
             for key, want in self.noise.ledger_keys.items():

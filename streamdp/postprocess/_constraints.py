@@ -293,10 +293,9 @@ def make_projection(lo: _F64, hi: _F64, variance: _F64, released: NDArray[np.boo
     r, o, u = len(rows), mean_f.size, c_feats.size
     corrected = np.concatenate((ib_, top_f, c_feats, ia_))
     gain_w = np.zeros((corrected.size, r))
-    for j, f in enumerate(corrected):
-        if f not in top_f:
-            gain_w[j] = gain[order, local[int(f)]]
     moved = ~np.isin(corrected, top_f)  # a maximum is only boxed (its gain row is 0)
+    for j in np.flatnonzero(moved):
+        gain_w[j] = gain[order, local[int(corrected[j])]]
     boxed = np.concatenate((mean_f, ib_, top_f, c_feats, ia_, top_f))
     c_hi = np.where(ic_ >= 0, box_hi[np.maximum(ic_, 0)], 1.0)
     a_lo, a_hi, b_lo, b_hi = box_lo[ia_], box_hi[ia_], box_lo[ib_], box_hi[ib_]

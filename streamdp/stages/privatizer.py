@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import BudgetExhausted
-from ..postprocess import FilterState, PostProcessor
+from ..postprocess import POSTPROCESS_KEY, FilterState, PostProcessor
 from ..privacy.accountant import Accountant, PrivacyUnit
 from ..privacy.guarantee import RawGazeReach
 from ..privacy.mechanisms import MECHANISMS, Mechanism
@@ -28,9 +28,6 @@ from .chunker import Chunk
 log = logging.getLogger(__name__)
 
 _REGISTERED = frozenset(MECHANISMS.values())
-
-#: the ledger key saying how a chunk was post-processed on the device (``postprocess``): its public settings
-POSTPROCESS_KEY = "postprocess"
 
 #: the ledger key saying where the noise came from: ``CRYPTOGRAPHIC`` (the OS's CSPRNG, unpredictable)
 #: or ``REPRODUCIBLE`` ("reproducible, not private": a seed or a NumPy generator, predictable)
@@ -130,9 +127,10 @@ def _update_with(mint: ReleaseMint) -> Callable[[Privatizer, list[Chunk]], list[
             if getattr(self.mechanism, "k_private", False):
                 entry["k_chosen"] = res.k.tolist()
             values = res.values
-            if self._post is not None:  # a function of the noised values and public parameters: no ε
-                values, self._post_state = self._post(values, self._post_state)
-                entry[POSTPROCESS_KEY] = dict(self._post_settings)
+            post = self._post
+            if post is not None:  # a function of the noised values and public parameters: no ε
+                values, self._post_state = post(values, self._post_state)
+                entry[POSTPROCESS_KEY] = {"drift": post.drift, "smooth": post.smooth, "consistent": post.consistent}
             out.append(
                 mint.seal(
                     t=chunk.t,
@@ -217,10 +215,6 @@ class Privatizer(Stage[list[Chunk], list[PrivateRelease]]):
             raise TypeError(f"postprocess must be True or False, got {postprocess!r}")
         self._post = _post_processor(mechanism) if postprocess else None
         self._post_state: FilterState | None = None
-        self._post_settings = (
-            {} if self._post is None
-            else {"drift": self._post.drift, "smooth": self._post.smooth, "consistent": self._post.consistent}
-        )  # fmt: skip
         if unit is not None and not isinstance(unit, PrivacyUnit):
             raise TypeError(
                 f"unit must be a PrivacyUnit (e.g. PrivacyUnit('session', budget=100.0)), got {unit!r}"
