@@ -19,7 +19,14 @@ Run (writes the raw rows, one JSON per candidate, then prints the tables)::
     python benchmarks/choose_default.py shared ../shared/data/cateyes_119hz/test_data_full.csv --seeds 20
 
 A candidate is ``label:mechanism[,field=value…]`` with :class:`~streamdp.config.SessionConfig`
-fields (``weights``, ``epsilon_ceiling``, ``level_share``, ``k``, ``transform``; ``none`` is None).
+fields (``weights``, ``epsilon_ceiling``, ``level_share``, ``k``, ``transform``; ``none`` is None), or
+``fit_weights=1``: ε split by weights fitted on each training fold alone, protecting the participants
+(``evaluate(..., fit_weights=True)``; the configured ``weights`` are then unused). A fitted candidate's
+utility is the evaluation's own (each person's releases by the fold without them, over the features
+every such fold releases), and stands for both utility figures below. With it, ``protect_weight=λ``
+(an experiment, not an option of streamdp) fits ``uᵢ = max(0, sᵢ − λ·pᵢ)`` instead of λ = 1: this
+script replaces :func:`streamdp.offline.fit_weights`'s usefulness in its own process, where every
+fold is fitted (docs/evaluation.md, "--fit-weights in the 30 settings").
 Fields not given keep SessionConfig's defaults, which include the task weights and the ceiling of
 200: Algorithm 1 must say ``weights=equal,epsilon_ceiling=none``. A ceiling C is read, not run
 (``table --ceiling label=C``, ``compare --ceiling C``, ``verdict --ceiling C``, ``tradeoff``): at a
@@ -85,6 +92,8 @@ def _field_value(key: str, value: str) -> Any:
     """A candidate's field value: ``none`` is None (e.g. ``epsilon_ceiling=none``), names stay text."""
     if value.lower() == "none":
         return None
+    if key == "fit_weights":
+        return value.lower() in ("1", "yes", "true")
     if key in ("weights", "transform", "sensitivity"):
         return value
     try:
@@ -103,6 +112,16 @@ def released_utility(parts: list, tasks: list[str], released: np.ndarray) -> flo
     return float(np.mean(per_label))
 
 
+def _protect_more(weight: float) -> None:
+    """Fit ``uᵢ = max(0, sᵢ − weight·pᵢ)`` in this process (the ``protect_weight`` experiment)."""
+    import streamdp.offline.fit_weights as fit_module
+
+    def usefulness(task: np.ndarray, protect: np.ndarray | None = None) -> np.ndarray:
+        return np.asarray(task).copy() if protect is None else np.maximum(task - weight * np.asarray(protect), 0.0)
+
+    fit_module.usefulness = usefulness  # type: ignore[assignment]
+
+
 def run(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -111,15 +130,32 @@ def run(args: argparse.Namespace) -> None:
     tasks = [r.task for r in recs]
     for text in args.candidate:
         label, mechanism, fields = parse_candidate(text)
+        fitted = bool(fields.pop("fit_weights", False))
+        penalty = fields.pop("protect_weight", None)
+        if penalty is not None:
+            if not fitted:
+                raise SystemExit(f"{label}: protect_weight needs fit_weights=1")
+            _protect_more(float(penalty))
         base = replace(SessionConfig(), **fields)
         grid = [GridPoint(mechanism, e, n) for n in args.n for e in args.epsilons]
         t0 = time.perf_counter()
         first = args.first_seed
-        rows = evaluate(recs, grid, seed=first * len(recs), progress=False, config=base, seeds=args.seeds, workers=1)
+        rows = evaluate(recs, grid, seed=first * len(recs), progress=False, config=base, seeds=args.seeds,
+                        workers=args.workers, fit_weights=fitted)  # fmt: skip
         for row in rows:  # repetition j of this run is seed first + j (its classifiers are seeded with j)
             row["seed"] += first
+        if fitted:  # each person's releases by the fold without them: evaluate's own utility
+            rows += [
+                {**r, "metric": metric}
+                for r in rows
+                if r["metric"] == "utility"
+                for metric in ("utility_released", "utility_common")
+            ]
+            fields["fit_weights"] = True
+            if penalty is not None:
+                fields["protect_weight"] = penalty
         released = base.bounds_profile().released
-        for point in grid:
+        for point in grid if not fitted else ():
             for j in range(first, first + args.seeds):
                 parts = sanitize(recs, mechanism, point.epsilon, point.chunk_length, j * len(recs), base)
                 for metric, mask in (("utility_released", released), ("utility_common", COMMON)):
@@ -554,6 +590,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--first-seed", type=int, default=0, help="more seeds for an earlier run: start here")
     r.add_argument("--seconds", type=float, default=600.0)
     r.add_argument("--people", type=int, default=6)
+    r.add_argument("--workers", type=int, default=1)
     r.add_argument("--n", type=int, nargs="+", default=[32, 64, 128])
     r.add_argument("--epsilons", type=float, nargs="+", default=list(JUDGING_EPSILONS))
     t = sub.add_parser("table")
