@@ -217,3 +217,24 @@ def test_a_published_frame_carries_the_digest_a_reader_recomputes_from_the_file(
         frames = list(msgpack.Unpacker(fh, raw=False))
     doc = json.loads(fitted_file.read_text())
     assert frames and {f["ledger"]["weights_digest"] for f in frames} == {weights_digest(doc["weights"])}
+
+
+def test_releases_split_by_a_weights_file_are_post_processed_with_the_files_profile(fitted_file):
+    from streamdp.postprocess import PostProcessor
+    from streamdp.privacy import dcfpa, secure_generator
+
+    bounds = SessionConfig(weights=str(fitted_file)).bounds_profile()
+    mech = dcfpa(epsilon=100.0, bounds=bounds, chunk_length=16)
+    ledger = {**mech.describe(), "bounds_digest": bounds.digest()}
+    assert ledger["weights"] == "pilot"
+    with pytest.raises(ValueError, match=r"'pilot' are not shipped.*SessionConfig\(weights=FILE\)\.bounds_profile"):
+        PostProcessor(ledger=ledger)
+    with pytest.raises(ValueError, match="bounds_digest"):
+        PostProcessor(ledger=ledger, bounds=default_profile())
+    chunk = np.clip(bounds.lo + 0.5 * bounds.width + np.zeros((16, 52)), bounds.lo, bounds.hi)
+    values = mech.privatize(chunk, secure_generator(3)).values
+    out, state = PostProcessor(ledger=ledger, bounds=bounds)(values)
+    dropped = ~bounds.released
+    assert dropped.any() and np.array_equal(out[:, dropped], values[:, dropped])  # public constants untouched
+    assert np.all(out[:, ~dropped] >= bounds.lo[~dropped]) and np.all(out[:, ~dropped] <= bounds.hi[~dropped])
+    assert state is not None and state.estimate.shape == (52,)

@@ -89,7 +89,8 @@ def resolve_bounds(ledger: Mapping[str, Any], bounds: object) -> BoundsProfile:
         weights = _param(ledger, "weights")
         if weights not in WEIGHTS_PROFILES:
             raise ValueError(
-                f"bounds: the ledger's weights {weights!r} are not shipped; pass the BoundsProfile it was released with"
+                f"bounds: the ledger's weights {weights!r} are not shipped; pass the BoundsProfile it was released "
+                "with (for a weights file: SessionConfig(weights=FILE).bounds_profile())"
             )
         bounds = default_profile(weights)
     if not isinstance(bounds, BoundsProfile):
