@@ -396,8 +396,12 @@ def verdict(args: argparse.Namespace) -> None:
     rows = verdict_rows(alg1, families, args.ceiling, {"CFPA": cfpa_ceiling})
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
+    first = json.loads(Path((args.cfpa or args.dcfpa)[0]).read_text())["fields"]
+    split = f"{first.get('weights', 'task')} weights"
+    if first.get("fit_weights"):
+        split = "weights fitted on each training fold"
     print(
-        f"streamdp's default (task weights, ceiling {ceiling_name(args.ceiling)}; CFPA {ceiling_name(cfpa_ceiling)}) "
+        f"streamdp ({split}, ceiling {ceiling_name(args.ceiling)}; CFPA {ceiling_name(cfpa_ceiling)}) "
         "against Algorithm 1 "
         "(dcfpa-bozkir, equal weights, no ceiling); Δ = default − Algorithm 1, paired mean ± standard error over seeds"
     )
