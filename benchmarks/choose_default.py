@@ -115,11 +115,12 @@ def released_utility(parts: list, tasks: list[str], released: np.ndarray) -> flo
 def _protect_more(weight: float) -> None:
     """Fit ``uᵢ = max(0, sᵢ − weight·pᵢ)`` in this process (the ``protect_weight`` experiment)."""
     import streamdp.offline.fit_weights as fit_module
+    from streamdp.privacy.allocation import usefulness
 
-    def usefulness(task: np.ndarray, protect: np.ndarray | None = None) -> np.ndarray:
-        return np.asarray(task).copy() if protect is None else np.maximum(task - weight * np.asarray(protect), 0.0)
+    def penalised(task: np.ndarray, protect: np.ndarray | None = None) -> np.ndarray:
+        return usefulness(task, None if protect is None else weight * np.asarray(protect))
 
-    fit_module.usefulness = usefulness  # type: ignore[assignment]
+    fit_module.usefulness = penalised  # type: ignore[assignment]
 
 
 def run(args: argparse.Namespace) -> None:
@@ -130,13 +131,14 @@ def run(args: argparse.Namespace) -> None:
     tasks = [r.task for r in recs]
     for text in args.candidate:
         label, mechanism, fields = parse_candidate(text)
-        fitted = bool(fields.pop("fit_weights", False))
-        penalty = fields.pop("protect_weight", None)
+        fitted = bool(fields.get("fit_weights", False))
+        penalty = fields.get("protect_weight")
         if penalty is not None:
             if not fitted:
                 raise SystemExit(f"{label}: protect_weight needs fit_weights=1")
             _protect_more(float(penalty))
-        base = replace(SessionConfig(), **fields)
+        settings = {k: v for k, v in fields.items() if k not in ("fit_weights", "protect_weight")}
+        base = replace(SessionConfig(), **settings)
         grid = [GridPoint(mechanism, e, n) for n in args.n for e in args.epsilons]
         t0 = time.perf_counter()
         first = args.first_seed
@@ -151,9 +153,6 @@ def run(args: argparse.Namespace) -> None:
                 if r["metric"] == "utility"
                 for metric in ("utility_released", "utility_common")
             ]
-            fields["fit_weights"] = True
-            if penalty is not None:
-                fields["protect_weight"] = penalty
         released = base.bounds_profile().released
         for point in grid if not fitted else ():
             for j in range(first, first + args.seeds):

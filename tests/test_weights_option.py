@@ -20,7 +20,8 @@ from streamdp.cli import build_parser, main, readers
 from streamdp.config import SessionConfig
 from streamdp.errors import InputError
 from streamdp.offline.fit_weights import fit_weights
-from streamdp.privacy import default_profile
+from streamdp.postprocess import PostProcessor
+from streamdp.privacy import dcfpa, default_profile, secure_generator
 from streamdp.privacy.bounds import WEIGHTS_PROFILES
 from streamdp.privacy.weights_file import WEIGHTS_FORMAT, WeightsTable, load_weights_file, weights_digest
 from streamdp.schema import FEATURE_NAMES
@@ -220,9 +221,6 @@ def test_a_published_frame_carries_the_digest_a_reader_recomputes_from_the_file(
 
 
 def test_releases_split_by_a_weights_file_are_post_processed_with_the_files_profile(fitted_file):
-    from streamdp.postprocess import PostProcessor
-    from streamdp.privacy import dcfpa, secure_generator
-
     bounds = SessionConfig(weights=str(fitted_file)).bounds_profile()
     mech = dcfpa(epsilon=100.0, bounds=bounds, chunk_length=16)
     ledger = {**mech.describe(), "bounds_digest": bounds.digest()}
