@@ -275,6 +275,12 @@ def test_secure_generator_refuses_a_seed_that_is_not_an_int(seed):
         secure_generator(seed)
 
 
+@pytest.mark.parametrize("seed", [-1, np.int64(-7)], ids=["int", "numpy-int"])
+def test_secure_generator_refuses_a_negative_seed_by_name(seed):
+    with pytest.raises(ValueError, match=r"^seed must be ≥ 0, got "):
+        secure_generator(seed)
+
+
 def test_the_os_source_is_not_pickled_with_its_pool():
     with pytest.raises(TypeError):
         pickle.dumps(secure_generator())  # its lock refuses: a copy would hand out the same bits

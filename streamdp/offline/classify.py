@@ -64,7 +64,7 @@ def accuracy(pred: NDArray[Any], truth: NDArray[Any], rec_of: NDArray[np.intp]) 
     return per_sample, float(np.mean(votes))
 
 
-def _stack(
+def stack_rows(
     parts: Sequence[Released], rows: Sequence[NDArray[np.intp]], every: int
 ) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
     """The noisy rows ``rows[i][::every]`` of each recording i, and the recording of each."""
@@ -74,7 +74,9 @@ def _stack(
     return np.concatenate(x), np.concatenate(rec_of)
 
 
-def _fit_predict(name: str, x_train: Any, y_train: Any, x_test: Any, seed: int) -> NDArray[Any]:
+def fit_predict(name: str, x_train: Any, y_train: Any, x_test: Any, seed: int) -> NDArray[Any]:
+    """The labels classifier ``name`` (:data:`CLASSIFIERS`), fitted on the training rows alone,
+    predicts for the test rows."""
     return np.asarray(make_classifier(name, len(x_train), seed).fit(x_train, y_train).predict(x_test))
 
 
@@ -105,26 +107,26 @@ def reidentification(
     out: dict[str, tuple[float, float]] = {}
     if split == "chunked":
         cuts = [chunked_split(p.t, p.chunk, window) for p in parts]
-        x_tr, rec_tr = _stack(parts, [c[0] for c in cuts], every)
-        x_te, rec_te = _stack(parts, [c[1] for c in cuts], every)
+        x_tr, rec_tr = stack_rows(parts, [c[0] for c in cuts], every)
+        x_te, rec_te = stack_rows(parts, [c[1] for c in cuts], every)
         if not len(x_te):
             raise ValueError(f"no recording has two chunks {window:g} s apart to train and test on")
         for name in CLASSIFIERS:
-            pred = _fit_predict(name, x_tr, y_of[rec_tr], x_te, seed)
+            pred = fit_predict(name, x_tr, y_of[rec_tr], x_te, seed)
             out[name] = accuracy(pred, y_of[rec_te], rec_te)
         return out
     folds = list(cross_session_folds(people))
     if not folds:
         raise ValueError("cross-session re-identification needs a person with two recordings")
     whole = [np.arange(len(p.noisy)) for p in parts]
-    x, rec_of = _stack(parts, whole, every)
+    x, rec_of = stack_rows(parts, whole, every)
     for name in CLASSIFIERS:
         preds: list[NDArray[Any]] = []
         truth: list[NDArray[Any]] = []
         recs: list[NDArray[np.intp]] = []
         for train, test in folds:
             tr, te = np.isin(rec_of, train), np.isin(rec_of, test)
-            preds.append(_fit_predict(name, x[tr], y_of[rec_of[tr]], x[te], seed))
+            preds.append(fit_predict(name, x[tr], y_of[rec_of[tr]], x[te], seed))
             truth.append(y_of[rec_of[te]])
             recs.append(rec_of[te] + len(parts) * len(recs))  # each fold's votes apart
         out[name] = accuracy(np.concatenate(preds), np.concatenate(truth), np.concatenate(recs))
@@ -136,14 +138,14 @@ def task_classification(
 ) -> dict[str, tuple[float, float]]:
     """Per classifier: (per-sample, voted) accuracy of recognizing each recording's label, leaving
     one participant out (the classifier never saw the tested person)."""
-    x, rec_of = _stack(parts, [np.arange(len(p.noisy)) for p in parts], every)
+    x, rec_of = stack_rows(parts, [np.arange(len(p.noisy)) for p in parts], every)
     y = np.asarray(labels)[rec_of]
     groups = list(np.asarray(people)[rec_of])
     out = {}
     for name in CLASSIFIERS:
         preds = np.empty(len(y), dtype=y.dtype)
         for _, train, test in lopo_splits(groups):
-            preds[test] = _fit_predict(name, x[train], y[train], x[test], seed)
+            preds[test] = fit_predict(name, x[train], y[train], x[test], seed)
         out[name] = accuracy(preds, y, rec_of)
     return out
 

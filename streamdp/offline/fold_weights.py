@@ -44,7 +44,7 @@ from ..errors import InputError
 from ..postprocess import SUPPORTED_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS, OFFLINE_MECHANISMS
 from ..privacy.weights_file import WeightsTable
-from .classify import CLASSIFIERS, Released, _fit_predict, _stack, accuracy, label_utility, reidentification
+from .classify import CLASSIFIERS, Released, accuracy, fit_predict, label_utility, reidentification, stack_rows
 from .fit_weights import FittedWeights, fit_training_fold
 from .grid import (
     EvaluationPlan,
@@ -201,7 +201,7 @@ class _Votes:
     def fold(self, variant: str, x: NDArray[np.float64], y: NDArray[Any], rec_of: NDArray[np.intp],
              test: NDArray[np.bool_], seed: int) -> None:  # fmt: skip
         for name in CLASSIFIERS:
-            pred = _fit_predict(name, x[~test], y[~test], x[test], seed)
+            pred = fit_predict(name, x[~test], y[~test], x[test], seed)
             self.got.setdefault((variant, name), []).append((pred, y[test], rec_of[test]))
 
     def result(self, variant: str) -> dict[str, tuple[float, float]]:
@@ -210,7 +210,7 @@ class _Votes:
 
 
 def _samples(parts: Sequence[Released], every: int) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    return _stack(parts, [np.arange(len(p.noisy)) for p in parts], every)
+    return stack_rows(parts, [np.arange(len(p.noisy)) for p in parts], every)
 
 
 def _digests(tables: Mapping[str, WeightsTable]) -> str:

@@ -52,6 +52,7 @@ __all__ = ["CONSTRAINTS", "DEFAULT_DRIFT", "POSTPROCESS_KEY", "SUPPORTED_MECHANI
            "PostProcessor", "noise_model", "postprocess"]
 
 _F64 = NDArray[np.float64]
+_FLOAT64 = np.dtype(np.float64)
 
 #: the ledger key of a release post-processed where it was made (its public settings)
 POSTPROCESS_KEY = "postprocess"
@@ -168,7 +169,7 @@ class PostProcessor:
             "_shape": (model.chunk_length, released.size),
             "_one": _frozen(np.ones(released.size)),
             "_no_state": FilterState(_frozen(np.zeros(released.size)), _frozen(np.zeros(released.size))),
-            "_compiled": None if (kernel := compiled_pass()) is None else (kernel, *pack(
+            "_compiled": None if not (smooth or consistent) or (kernel := compiled_pass()) is None else (kernel, *pack(
                 np.vstack((projection.lo, projection.hi, process, model.level_variance)),
                 projection.equalities, projection.tol, projection.corrected, projection.corrected_gain,
                 projection.orders, projection.w_top, consistent=consistent, clip_a=projection.clip_a,
@@ -203,22 +204,28 @@ class PostProcessor:
             of shape (F,); ``gap`` < 1.
         """
         n, n_features = self._shape
-        x = _check_values(values, n, n_features, finite=False)
+        if values.__class__ is np.ndarray and values.dtype is _FLOAT64 and values.shape == self._shape:
+            x = values  # the common case, checked in one line: a float64 chunk of this shape
+        else:
+            x = _check_values(values, n, n_features, finite=False)
         owned = x is not values  # converted to float64: a new array, ours to overwrite
         if state is not None:
-            if not isinstance(state, FilterState):
-                raise TypeError(f"state must be a FilterState or None, got {type(state).__name__}")
-            for name in ("estimate", "variance"):  # the compiled pass reads them without bounds checks
-                a = getattr(state, name)
-                if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (n_features,)):
-                    raise ValueError(f"state.{name} must be a float64 array of shape ({n_features},), got {a!r:.60}")
+            if state.__class__ is not FilterState:
+                if not isinstance(state, FilterState):
+                    raise TypeError(f"state must be a FilterState or None, got {type(state).__name__}")
+            for name, a in (("estimate", state.estimate), ("variance", state.variance)):
+                # the compiled pass reads them without bounds checks
+                if not (a.__class__ is np.ndarray and a.dtype is _FLOAT64 and a.shape == (n_features,)):
+                    if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (n_features,)):
+                        raise ValueError(f"state.{name} must be a float64 array of shape ({n_features},), "
+                                         f"got {a!r:.60}")
         if gap.__class__ is not int:
             if isinstance(gap, bool) or not isinstance(gap, int):
                 raise TypeError(f"gap must be an int, got {gap!r}")
             gap = int(gap)
         if gap < 1:
             raise ValueError(f"gap must be ≥ 1, got {gap!r}")
-        if self._compiled is not None and (self.smooth or self.consistent):
+        if self._compiled is not None:
             return self._compiled_call(x, state, gap)
         # the chunk's level: the smoother's observation, and the finiteness check in the same
         # pass over the chunk (a NaN or ±inf value makes the level, then level·level, non-finite)

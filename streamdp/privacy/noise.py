@@ -60,6 +60,8 @@ def secure_generator(seed: int | None = None) -> RandomSource:
     ------
     TypeError
         ``seed`` is neither None nor an int.
+    ValueError
+        ``seed`` is negative (NumPy's seeds are non-negative).
 
     Examples
     --------
@@ -72,6 +74,8 @@ def secure_generator(seed: int | None = None) -> RandomSource:
         return SystemRandomSource()
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int or None, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be ≥ 0, got {seed!r}")
     return SeededRandomSource(int(seed))
 
 
