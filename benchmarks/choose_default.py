@@ -583,6 +583,44 @@ def shared(args: argparse.Namespace) -> None:
         )
 
 
+def floor(args: argparse.Namespace) -> None:
+    """Each candidate against a release without signal at the same n (its ``floor`` run: Algorithm
+    1 at a total ε so small that its utility is ~0), paired by seed: where a baseline is within
+    two standard errors of the floor, "re-identification no higher than it" asks for a release
+    with no signal (docs/evaluation.md)."""
+    zero = summarize(_merged(args.floor))
+    print("| candidate | n | ε asked | ε spent | Δ re-ID − floor | Δ task − floor | at the floor (re-ID within 2 SE) |")
+    print("|---|---|---|---|---|---|---|")
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for spec in args.candidate:
+        files, _, ceiling = spec.partition("@")
+        doc = _merged(files.split(","))
+        cand, label = summarize(doc), doc["label"] + (f" ≤{ceiling}" if ceiling else "")
+        for n, e in [(n, e) for n in sorted({k[0] for k in cand}) for e in args.epsilons]:
+            spent = e if not ceiling or e <= float(ceiling) else float(ceiling)
+            base = [m for (bn, _), m in zero.items() if bn == n]
+            if len(base) != 1 or (n, spent) not in cand:
+                continue
+            m = cand[(n, spent)]
+            d_reid = np.subtract(m["reid"], base[0]["reid"])
+            d_task = np.subtract(m["task"], base[0]["task"])
+            se = [d.std(ddof=1) / np.sqrt(d.size) for d in (d_reid, d_task)]
+            at_floor = bool(d_reid.mean() <= 2 * se[0])
+            counts[label][0] += at_floor
+            counts[label][1] += 1
+            print(f"| {label} | {n} | {e:g} | {spent:g} | {d_reid.mean():+.3f} ± {se[0]:.3f} | "
+                  f"{d_task.mean():+.3f} ± {se[1]:.3f} | {'yes' if at_floor else 'no'} |")  # fmt: skip
+    print()
+    for label, (at, of) in counts.items():
+        print(f"- {label}: re-identification within 2 SE of the floor in {at} of {of}")
+
+
+def _merged(files: list[str]) -> dict[str, Any]:
+    """One candidate's runs (files of one label, e.g. seeds 0-19 and 20-39) as one document."""
+    docs = [json.loads(Path(p).read_text()) for p in files]
+    return {**docs[0], "rows": [r for d in docs for r in d["rows"]]}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -624,6 +662,11 @@ def main(argv: list[str] | None = None) -> None:
     h.add_argument("--ceiling", type=float, default=DEFAULT_EPSILON_CEILING)
     h.add_argument("--cfpa-ceiling", type=float, help="CFPA's own ceiling (default: --ceiling)")
     h.add_argument("--json")
+    f = sub.add_parser("floor", help="candidates against a release without signal, paired by seed")
+    f.add_argument("--floor", nargs="+", required=True, help="the floor run's files (one ε per n)")
+    f.add_argument("--candidate", action="append", required=True,
+                   help="one candidate's files, comma-separated, then @C to read it at a ceiling C on its grid")
+    f.add_argument("--epsilons", type=float, nargs="*", default=list(JUDGING_EPSILONS), help="the ε asked to read")
     args = ap.parse_args(argv)
     commands = {
         "run": run,
@@ -632,6 +675,7 @@ def main(argv: list[str] | None = None) -> None:
         "verdict": verdict,
         "tradeoff": tradeoff,
         "shared": shared,
+        "floor": floor,
     }
     commands[args.command](args)
     sys.stdout.flush()
