@@ -140,6 +140,14 @@ def test_error_falls_as_epsilon_grows_and_raw_ticks_have_none(tasks_only):
     assert dwell[0] <= dwell[-1] and dwell[-1] >= 0.8
 
 
+def test_workers_change_when_the_rows_come_never_what_they_are(tasks_only):
+    grid = [GazePoint("raw-ticks"), *gaze_grid(["geo-uniform", "geo-bd"], (1.0,), [60])]
+    here = evaluate_gaze(tasks_only, grid, seeds=2, reid=False, workers=1)
+    pooled = evaluate_gaze(tasks_only, grid, seeds=2, reid=False, workers=2)
+    assert len(here) > 10  # the same rows, in job order, bit for bit (json: a NaN 'chance' equals itself)
+    assert json.dumps(here) == json.dumps(pooled)
+
+
 def test_reidentification_from_raw_features_of_distinct_people_beats_chance():
     study = gaze_study(3, 90.0, seed=0, trials=2, pursuit_s=3.0)
     rows = evaluate_gaze(study, [GazePoint("raw-gaze"), GazePoint("raw-ticks")], seeds=1)

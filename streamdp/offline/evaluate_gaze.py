@@ -27,9 +27,8 @@ seed ``seed + j·R + i`` (R recordings).
 from __future__ import annotations
 
 import math
-import multiprocessing
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,7 +39,8 @@ from ..config import SessionConfig
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
 from ..privacy.noise import secure_generator
 from .classify import Released, reidentification
-from .evaluate import _progress
+from .executors import job_results
+from .executors import progress as progress_bar
 from .gaze_measures import angular_error, dwell_accuracy
 from .gaze_study import GazeStudy, check_filter, midpoint, sanitize_stream, smooth, split_features, ticks_recording
 
@@ -139,30 +139,18 @@ def evaluate_gaze(
     jobs = [(p, seed + j * len(study.streams), j) for p in grid for j in range(seeds)]
     jobs = [job for job in jobs if reid or job[0].mechanism != "raw-gaze"]
     results: dict[int, list[dict[str, Any]]] = {}
-    if workers == 1 or len(jobs) <= 1:
-        _init(study, plan)
-        for i, job in enumerate(_progress(jobs, progress, len(jobs))):
-            results[i] = run_gaze_job(*job)
-    else:
-        spawn = multiprocessing.get_context("spawn")  # as evaluate(): no fork after BLAS threads
-        with ProcessPoolExecutor(workers, spawn, initializer=_init, initargs=(study, plan)) as pool:
-            futures = {pool.submit(run_gaze_job, *job): i for i, job in enumerate(jobs)}
-            for future in _progress(as_completed(futures), progress, len(jobs)):
-                results[futures[future]] = future.result()
+    # spawn, as evaluate(): no fork after scikit-learn or BLAS started threads
+    done = job_results(run_gaze_job, jobs, workers=workers, shared=(study, plan), start_method="spawn")
+    with closing(done):
+        for i, rows in progress_bar(done, progress, len(jobs)):
+            results[i] = rows
     return [row for i in range(len(jobs)) for row in results[i]]
 
 
-_JOB: dict[str, Any] = {}
-
-
-def _init(study: GazeStudy, plan: GazePlan) -> None:
-    _JOB.update(study=study, plan=plan)
-
-
-def run_gaze_job(point: GazePoint, noise_seed: int, repetition: int) -> list[dict[str, Any]]:
-    """The rows of one (grid point, seed) job of the study and plan the worker was given."""
-    study: GazeStudy = _JOB["study"]
-    plan: GazePlan = _JOB["plan"]
+def run_gaze_job(
+    study: GazeStudy, plan: GazePlan, point: GazePoint, noise_seed: int, repetition: int
+) -> list[dict[str, Any]]:
+    """The rows of one (grid point, seed) job of ``study`` and ``plan``."""
     base = {
         "channel": "gaze",
         "mechanism": point.mechanism,
