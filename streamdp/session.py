@@ -35,6 +35,7 @@ from .privacy.release import PrivateRelease
 from .pupil_wire import GazeDecoder
 from .session_output import SessionCounters, SessionOutput
 from .sinks import ReleaseSink
+from .stages.ahead import AheadHold
 from .stages.base import Stage
 from .stages.features import FeatureRows
 from .stages.hold import ReleaseHold
@@ -113,6 +114,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self.decoder = GazeDecoder()
         self._input = PipelineInput(config, source, self.decoder)
         self._order = ReorderBuffer(config.reorder_window) if reorder else None
+        self._ahead = AheadHold()  # live: gaze far ahead of the clock waits for the next datum to confirm it
         #: live: computed at a chunk's last step, published after the reorder window and the slack
         self._hold = ReleaseHold(config.reorder_window + config.deadline_slack)
         #: the real-time gaze channel (config.gaze_channel), live held to each tick's public time
@@ -133,9 +135,13 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         """Decoded gaze (any order within the reorder window) and blinks finished since the last
         call; returns the releases this made (already handed to the sinks)."""
         out: list[PrivateRelease] = []
-        if self._order is not None and self._order.clock_went_back(item):
-            log.warning("%s: the clock went back (the source restarted): new segment", self.source)
-            out += self.restart(StatusEvent.CAPTURE_RESTARTED)
+        if self._order is not None:
+            item = self._ahead.update(item)
+            self.counters.invalid += self._ahead.take_dropped()
+            if self._order.clock_went_back(item):
+                log.warning("%s: the clock went back (the source restarted): new segment", self.source)
+                out += self.restart(StatusEvent.CAPTURE_RESTARTED)
+                self._ahead.advance(float(np.max(item.t)))  # the new segment's clock
         self._input.add_blinks(blinks)  # after the restart: blinks on the new clock belong to the new segment
         if self._order is None:
             return self._feed(item)
@@ -166,6 +172,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
             raise TypeError(f"t_source must be a number, got {t_source!r}")
         t = float(t_source)
         out = self._decoded()  # what the decoder holds comes first
+        self._ahead.advance(t)
         if self._order is None:
             self._publish_gaze(self.gaze.advance(t) if self.gaze is not None else [])
             return out + self._after(self._guarded(lambda: self.pipeline.advance(t)))
@@ -211,7 +218,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
     def flush(self) -> list[PrivateRelease]:
         """End of stream: everything held is fed, the windows finish; a partial chunk is dropped."""
         self.decoder.flush_blinks()  # the blink held for a later offset is final
-        out = self._decoded() + self._drain()  # each already handed to the sinks by _feed
+        out = self._decoded() + (self._feed(self._order.flush()) if self._order is not None else [])  # published
+        self.counters.invalid += self._ahead.flush()  # a datum far ahead that nothing confirmed
         self._publish_gaze(self.gaze.flush() if self.gaze is not None else [])
         tail = self._after(self._guarded(self.pipeline.flush))
         if self.pacing is not None:
@@ -228,6 +236,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self.decoder.reset()
         if self._order is not None:
             self._order.reset()
+        self._ahead.reset()
         self._input.reset()
         if self.pacing is not None:
             self.pacing.restart()
@@ -246,10 +255,10 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         for frames in messages:
             add(frames)
             n += 1
-            if due is not None and dec.pending_newest >= due:
+            if due is not None and due <= dec.pending_newest <= self._ahead.limit:
                 # a chunk computed during its hold goes out as soon as the gaze reaches its
                 # public time, before the rest of the batch is read: the datum that makes it
-                # due costs a decode and a send, nothing else
+                # due costs a decode and a send, nothing else (not a datum far ahead: unconfirmed)
                 early += self._publish_due(dec.pending_newest)
                 due = hold.next_due
         self.counters.received += n
@@ -265,8 +274,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         dec, order, pacing = self.decoder, self._order, self.pacing
         if pacing is None or order is None or dec.pending_blinks or self.gaze is not None:
             return False
-        if dec.pending_oldest < order.released_until - order.restart_after:
-            return False  # a clock that went back: a new segment, now
+        if dec.pending_oldest < order.released_until - order.restart_after or dec.pending_newest > self._ahead.limit:
+            return False  # a clock that went back (a new segment) or a jump ahead (to confirm): now
         return pacing.may_wait(dec.pending, max(order.clock, dec.pending_newest) - order.window)
 
     def receive(
@@ -338,10 +347,6 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         pipeline = self.config.feature_pipeline(self.camera)
         return FeatureRows.concat([pipeline.update(batch, blinks), pipeline.flush()])
 
-    def keep_feature_rows(self) -> list[FeatureRows]:
-        """Collect the unsanitized feature rows locally (research only; never a network sink)."""
-        return self.pipeline.keep_rows()
-
     # ------------------------------------------------------------- internals
 
     def _count_bad(self) -> None:
@@ -355,11 +360,6 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         if not len(cols) and blinks is None:
             return []
         return self.update(cols, blinks)
-
-    def _drain(self) -> list[PrivateRelease]:
-        if self._order is None:
-            return []
-        return self._feed(self._order.flush())
 
     def _feed(self, cols: GazeColumns) -> list[PrivateRelease]:
         if self.exhausted:

@@ -19,6 +19,7 @@ from .errors import BudgetExhausted
 from .pipeline import PrivatePipeline
 from .privacy.release import PrivateRelease
 from .sinks import ReleaseSink
+from .stages.features import FeatureRows
 from .status import SessionStatus, StatusEvent
 
 __all__ = ["SessionCounters", "SessionOutput"]
@@ -114,6 +115,10 @@ class SessionOutput:
         this one replaces after a settings change): a new configuration never resets a budget."""
         self.pipeline.privatizer.accountant.carry_from(previous.pipeline.privatizer.accountant)
         self.counters = previous.counters
+
+    def keep_feature_rows(self) -> list[FeatureRows]:
+        """Collect the unsanitized feature rows locally (research only; never a network sink)."""
+        return self.pipeline.keep_rows()
 
     def _guarded(self, step: Callable[[], list[PrivateRelease]]) -> list[PrivateRelease]:
         try:

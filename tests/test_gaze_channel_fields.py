@@ -19,8 +19,14 @@ import numpy as np
 import pytest
 
 from streamdp.config import SessionConfig
+from streamdp.gaze import Recording
 from streamdp.kernels.geometry import degrees_to_norm
+from streamdp.live_pacing import FeedPacing
+from streamdp.privacy.audit.gaze_timing import ClockedSink
+from streamdp.privacy.release import PrivateRelease
 from streamdp.schema import SCHEMA_VERSION
+from streamdp.session import Session
+from streamdp.sinks import CollectingSink
 from streamdp.stages.gaze_privatizer import GAZE_NAMES
 from streamdp.synthetic import generate
 
@@ -233,16 +239,144 @@ def test_malformed_and_non_finite_gaze_is_counted_and_the_ticks_keep_their_grid(
     assert run.messages == clean.messages  # what was refused left no trace in the ticks
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a datum from 100 s ahead, then the clock 'going back', flushes the segment: ticks up to "
-    "the future datum (6000 centre ticks) go out at once, before their time (10^5 s ahead: the session stalls)",
-)
-def test_a_datum_from_the_future_publishes_no_tick_before_its_time():
+# -- a datum from the future: held until the next datum says whether the clock jumped (DESIGN.md §2)
+
+
+def _with_future(bursts: list[Burst], ahead: float, where: str, burst: int = 30) -> tuple[list[Burst], int]:
+    """``bursts`` with a copy of a gaze datum ``ahead`` s in the future added to burst ``burst`` (at
+    its end or start) or to every burst; and how many were added."""
+    out = list(bursts)
+    for i in range(len(out)) if where == "every-burst" else [burst]:
+        at, burst = out[i]
+        topic, payload = next(m for m in burst if m[0].startswith(b"gaze."))
+        future = msgpack.unpackb(payload, raw=False)
+        future["timestamp"] += ahead
+        stray = [topic, msgpack.packb(future, use_bin_type=True)]
+        out[i] = (at, [stray, *burst] if where == "start-of-burst" else [*burst, stray])
+    return out, len(out) if where == "every-burst" else 1
+
+
+@pytest.mark.parametrize("where", ["end-of-burst", "start-of-burst", "every-burst"])
+@pytest.mark.parametrize("ahead", [2.0, 100.0, 1e5], ids=["2-s-ahead", "100-s-ahead", "1e5-s-ahead"])
+def test_a_datum_from_the_future_publishes_no_tick_before_its_time(ahead, where):
     bursts = bursts_of(generate(duration=3.0, rate=200.0, seed=1, start_time=1000.0).recording)
-    at, burst = bursts[30]
-    future = msgpack.unpackb(burst[0][1], raw=False)
-    future["timestamp"] += 100.0
-    bursts[30] = (at, [*burst, [burst[0][0], msgpack.packb(future, use_bin_type=True)]])
-    run = drive(bursts, CONFIG, until=1004.0)
+    clean = drive(bursts, CONFIG, until=1004.0)
+    stray, added = _with_future(bursts, ahead, where)
+    run = drive(stray, CONFIG, until=1004.0)
     assert np.all(run.t <= run.at), f"{np.count_nonzero(run.t > run.at)} ticks published before their time"
+    # nothing lost but the stray datum: the same ticks at the same times, the stray counted as invalid
+    assert np.array_equal(run.t, clean.t) and np.array_equal(run.at, clean.at) and run.messages == clean.messages
+    c = run.session.counters
+    assert (c.restarts, c.late) == (clean.session.counters.restarts, clean.session.counters.late) == (0, 0)
+    flushed, clean_flushed = run.session.flush(), clean.session.flush()
+    assert run.session.counters.invalid == added and len(flushed) == len(clean_flushed)
+    assert _packed(run) == _packed(clean)
+
+
+def _packed(run: LiveRun) -> list[bytes]:
+    """Every tick the run's sink was handed, flushed ones included."""
+    return [msgpack.packb(r.to_message(), use_bin_type=True) for r in run.session.sinks[0].ticks]
+
+
+def test_a_lone_datum_from_the_future_at_the_end_of_the_stream_is_dropped_at_flush():
+    bursts = bursts_of(generate(duration=3.0, rate=200.0, seed=1, start_time=1000.0).recording)
+    clean = drive(bursts, CONFIG, until=1004.0)
+    stray, _ = _with_future(bursts, 100.0, "end-of-burst", burst=len(bursts) - 1)
+    run = drive(stray, CONFIG, until=1004.0)
+    assert np.array_equal(run.t, clean.t) and np.array_equal(run.at, clean.at)
+    assert run.session.counters.invalid == 0  # held: the stream may yet go on at its time
+    run.session.flush()
+    clean.session.flush()
+    assert run.session.counters.invalid == 1 and _packed(run) == _packed(clean)
+
+
+def _paused(pause: float) -> tuple[list[Burst], Recording, float]:
+    """2 s of gaze, ``pause`` s without any, 2 s more: the bursts, the gaze after the pause, its end."""
+    before = generate(duration=2.0, rate=200.0, seed=1, start_time=1000.0).recording
+    after = generate(duration=2.0, rate=200.0, seed=2, start_time=1002.0 + pause).recording
+    return [*bursts_of(before), *bursts_of(after)], after, 1004.0 + pause
+
+
+@pytest.mark.parametrize("pause", [10.0, 100.0], ids=["10-s-pause", "100-s-pause"])
+def test_a_pause_in_the_gaze_is_no_datum_from_the_future(pause):
+    """Gaze stops (the headset taken off) and comes back: every tick of the pause and after it goes
+    out at its time, and the ticks after it hold the gaze after it, all of it."""
+    bursts, after, end = _paused(pause)
+    run = drive(bursts, CONFIG, until=end)
+    c = run.session.counters
+    assert (c.invalid, c.late, c.restarts) == (0, 0, 0)
+    assert np.array_equal(run.at, run.t + HOLD)
+    assert np.array_equal(np.diff(np.rint(run.t * RATE)), np.ones(len(run.t) - 1))  # every tick, once
+    assert run.t[-1] >= end - HOLD - 1 / RATE  # the grid ran through the pause and on
+    alone = drive(bursts_of(after), CONFIG, until=end)  # the gaze after the pause, as a stream of its own
+    since = run.ticks.t >= alone.ticks.t[0]
+    assert np.array_equal(run.ticks.t[since], alone.ticks.t)
+    assert np.array_equal(run.ticks.deg[since], alone.ticks.deg)
+    assert np.array_equal(run.ticks.has_gaze[since], alone.ticks.has_gaze) and alone.ticks.has_gaze.mean() > 0.9
+
+
+@pytest.mark.parametrize("pause", [10.0, 100.0], ids=["10-s-pause", "100-s-pause"])
+def test_a_pause_in_gaze_replayed_faster_than_real_time_loses_nothing(pause):
+    """No timer runs through the pause (a source faster than real time, as the simulator at speed
+    0): the first datum after it waits for the next, which confirms the jump; the same ticks go out
+    as in real time."""
+    bursts, after, end = _paused(pause)
+    real_time = drive(bursts, CONFIG, until=end)
+    real_time.session.flush()
+    sink = ClockedSink()
+    fast = Session(CONFIG, sinks=[sink], seed=3, source="fast")
+    first = next(i for i, (at, _) in enumerate(bursts) if at >= after.gaze.t[0])
+    for i, (_, burst) in enumerate(bursts):  # the first datum after the pause alone: it waits for the next burst
+        for part in [burst[:1], burst[1:]] if i == first else [burst]:
+            fast.receive_frames(part)
+    fast.flush()
+    assert (fast.counters.invalid, fast.counters.late, fast.counters.restarts) == (0, 0, 0)
+    assert [msgpack.packb(r.to_message(), use_bin_type=True) for r in sink.ticks] == _packed(real_time)
+
+
+def test_two_data_from_the_future_that_agree_are_a_jump_of_the_clock():
+    """Two data far ahead in a row, within a second of each other: the stream's clock jumped (as
+    after ``T``); when the old time then comes back, that is the clock going back: a restart."""
+    bursts = bursts_of(generate(duration=3.0, rate=200.0, seed=1, start_time=1000.0).recording)
+    once, _ = _with_future(bursts, 100.0, "end-of-burst")
+    twice, _ = _with_future(once, 100.001, "end-of-burst")
+    run = drive(twice, CONFIG, until=1004.0)
+    c = run.session.counters
+    assert (c.invalid, c.restarts) == (0, 1)
+    assert run.t.max() >= 1100.0 - HOLD  # the grid went on to the jump's time
+
+
+class _ChunkTimes(CollectingSink):
+    """Takes the chunks, noting for each the source clock of the driver's call that published it."""
+
+    def __init__(self, clock: ClockedSink) -> None:
+        super().__init__()
+        self.clock, self.at = clock, []
+
+    def publish(self, release: PrivateRelease) -> None:
+        super().publish(release)
+        self.at.append(self.clock.now)
+
+
+def _with_chunk_times(session: Session) -> None:
+    session.sinks.append(_ChunkTimes(session.sinks[0]))
+    session.pacing = FeedPacing()  # as the relay: decoded gaze may wait, a held chunk goes out mid-burst
+
+
+@pytest.mark.parametrize("where", ["end-of-burst", "start-of-burst", "every-burst"])
+def test_a_datum_from_the_future_releases_no_chunk_before_its_time(where):
+    config = SessionConfig(window=4.0, step=0.25, chunk_length=8, seed=3)  # a chunk every 2 s
+    hold = config.reorder_window + config.deadline_slack
+    bursts = bursts_of(generate(duration=12.0, rate=200.0, seed=1, start_time=1000.02).recording)
+    clean = drive(bursts, config, until=1013.0, patch=_with_chunk_times).session.sinks[1]
+    stray, added = _with_future(bursts, 100.0, where, burst=300)
+    run = drive(stray, config, until=1013.0, patch=_with_chunk_times)
+    chunks = run.session.sinks[1]
+    assert len(chunks.releases) >= 3
+    due = np.array([float(r.t[-1]) + hold for r in chunks.releases])
+    assert np.all(np.array(chunks.at) >= due), "a chunk published before its time"
+    assert chunks.at == clean.at and [r.to_message() for r in chunks.releases] == [
+        r.to_message() for r in clean.releases
+    ]
+    run.session.flush()
+    assert run.session.counters.invalid == added  # the last one at the end of the stream

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..gaze import GazeColumns
+from .ahead import CLOCK_JUMP
 from .base import Stage
 
 
@@ -19,7 +20,8 @@ class ReorderBuffer(Stage[GazeColumns, GazeColumns]):
     releases at every call; a caller may :meth:`hold` several batches and release once. A jump
     back by more than ``restart_after`` seconds is
     not lateness but a clock that restarted: :meth:`clock_went_back` tells the caller, which
-    starts a new segment (after :meth:`flush`).
+    starts a new segment (after :meth:`flush`). A live session holds gaze that jumps ahead by
+    as much until the next datum confirms it (:class:`~streamdp.stages.ahead.AheadHold`).
 
     Examples
     --------
@@ -34,7 +36,7 @@ class ReorderBuffer(Stage[GazeColumns, GazeColumns]):
     ([], 1, [0.08])
     """
 
-    def __init__(self, window: float = 0.05, restart_after: float = 1.0) -> None:
+    def __init__(self, window: float = 0.05, restart_after: float = CLOCK_JUMP) -> None:
         self.window = float(window)
         self.restart_after = float(restart_after)
         self.reset()
