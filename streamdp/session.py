@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +37,6 @@ from .session_output import SessionCounters, SessionOutput
 from .sinks import ReleaseSink
 from .stages.ahead import AheadHold
 from .stages.base import Stage
-from .stages.features import FeatureRows
 from .stages.hold import ReleaseHold
 from .stages.reorder import ReorderBuffer
 from .status import StatusEvent
@@ -114,7 +113,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self.decoder = GazeDecoder()
         self._input = PipelineInput(config, source, self.decoder)
         self._order = ReorderBuffer(config.reorder_window) if reorder else None
-        self._ahead = AheadHold()  # live: gaze far ahead of the clock waits for the next datum to confirm it
+        #: live: gaze far ahead of the clock or far back waits for the next datum to confirm the jump
+        self._ahead = AheadHold(window=config.reorder_window)
         #: live: computed at a chunk's last step, published after the reorder window and the slack
         self._hold = ReleaseHold(config.reorder_window + config.deadline_slack)
         #: the real-time gaze channel (config.gaze_channel), live held to each tick's public time
@@ -134,17 +134,24 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
     def update(self, item: GazeColumns, /, blinks: BlinkEvents | None = None) -> list[PrivateRelease]:
         """Decoded gaze (any order within the reorder window) and blinks finished since the last
         call; returns the releases this made (already handed to the sinks)."""
-        out: list[PrivateRelease] = []
-        if self._order is not None:
-            item = self._ahead.update(item)
-            self.counters.invalid += self._ahead.take_dropped()
-            if self._order.clock_went_back(item):
-                log.warning("%s: the clock went back (the source restarted): new segment", self.source)
-                out += self.restart(StatusEvent.CAPTURE_RESTARTED)
-                self._ahead.advance(float(np.max(item.t)))  # the new segment's clock
-        self._input.add_blinks(blinks)  # after the restart: blinks on the new clock belong to the new segment
         if self._order is None:
+            self._input.add_blinks(blinks)
             return self._feed(item)
+        out: list[PrivateRelease] = []
+        item = self._ahead.update(item, self._order.floor)
+        self.counters.invalid += self._ahead.take_dropped()
+        if (k := self._ahead.went_back) is not None:  # two data agree: the clock went back (the source restarted)
+            log.warning("%s: the clock went back (the source restarted): new segment", self.source)
+            out += self._live(item.take(slice(0, k))) if k else []  # gaze before it: the old segment
+            out += self._restart(StatusEvent.CAPTURE_RESTARTED, lambda: 0)  # the hold is in the new one already
+            item = item.take(slice(k, None))
+        self._input.add_blinks(blinks)  # after the restart: blinks on the new clock belong to the new segment
+        return out + self._live(item)
+
+    def _live(self, item: GazeColumns) -> list[PrivateRelease]:
+        """Live gaze the clock accepted: the gaze channel, the reorder buffer, the stages."""
+        assert self._order is not None
+        out: list[PrivateRelease] = []
         if self.gaze is not None and not self.exhausted:
             self.gaze.receive(item)  # ticks follow every burst; the feature stages keep their pacing
         late = self._order.late
@@ -217,14 +224,21 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
 
     def flush(self) -> list[PrivateRelease]:
         """End of stream: everything held is fed, the windows finish; a partial chunk is dropped."""
+        return self._end(self._ahead.flush)  # a datum far off that nothing confirmed: dropped
+
+    def _end(self, ahead_end: Callable[[], int]) -> list[PrivateRelease]:
+        """:meth:`flush`, with what becomes of a datum the clock holds (``ahead_end``: how many dropped)."""
         self.decoder.flush_blinks()  # the blink held for a later offset is final
         out = self._decoded() + (self._feed(self._order.flush()) if self._order is not None else [])  # published
-        self.counters.invalid += self._ahead.flush()  # a datum far ahead that nothing confirmed
-        self._publish_gaze(self.gaze.flush() if self.gaze is not None else [])
+        self.counters.invalid += ahead_end()
+        if self.gaze is not None:  # then a new stream: its ticks held to their own time, not the old clock's
+            self._publish_gaze(self.gaze.flush())
+            self.gaze.reset()
         tail = self._after(self._guarded(self.pipeline.flush))
         if self.pacing is not None:
             self.pacing.restart()  # the pipeline starts afresh: the next gaze goes straight in
         done = self._hold.take_all()
+        self._hold.reset()  # the same for the chunks
         self._publish(done)
         return out + tail + done
 
@@ -274,8 +288,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         dec, order, pacing = self.decoder, self._order, self.pacing
         if pacing is None or order is None or dec.pending_blinks or self.gaze is not None:
             return False
-        if dec.pending_oldest < order.released_until - order.restart_after or dec.pending_newest > self._ahead.limit:
-            return False  # a clock that went back (a new segment) or a jump ahead (to confirm): now
+        if dec.pending_oldest < order.floor or dec.pending_newest > self._ahead.limit:
+            return False  # a jump back or ahead (to confirm): now
         return pacing.may_wait(dec.pending, max(order.clock, dec.pending_newest) - order.window)
 
     def receive(
@@ -317,35 +331,21 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
 
     def restart(self, event: StatusEvent = StatusEvent.CAPTURE_RESTARTED) -> list[PrivateRelease]:
         """The source restarted or was lost: finish what the held data allow, then start a new
-        segment with the next gaze. Nothing is computed across the gap; the budget is kept."""
+        segment with the next gaze. Nothing is computed across the gap; the budget is kept. A
+        datum held far from the old clock waits on: the next datum near it confirms it as the
+        new segment's first."""
+        return self._restart(event, self._ahead.restart)
+
+    def _restart(self, event: StatusEvent, ahead_end: Callable[[], int]) -> list[PrivateRelease]:
         if event is StatusEvent.RECONNECTING:
             self.counters.reconnects += 1
         else:
             self.counters.restarts += 1
-        out = self.flush()
+        out = self._end(ahead_end)
         self.decoder.reset()
         if self._order is not None:
             self._order.reset()
         return out
-
-    def feature_rows(self, recording: RecordingSource) -> FeatureRows:
-        """The unsanitized feature rows of a whole recording, converted exactly as :meth:`run`
-        converts it (camera, units, diameter unit) but through a pipeline of their own: the
-        session's stream and budget are untouched. Local research output (``streamdp
-        features``), never released.
-
-        Raises
-        ------
-        TypeError
-            ``recording`` is not a Recording, a GazeBatch or a path.
-        InputError
-            ``blinks="given"`` and the recording has no blink events.
-        """
-        cols, blinks = self._input.recording(as_recording(recording, "feature_rows()"))
-        batch = cols.to_batch(self._input.unit_for(cols) or "none", self.source)  # the stream's unit stays unchosen
-        # the session's own schedule, so that the rows are those its releases were made of
-        pipeline = self.config.feature_pipeline(self.camera)
-        return FeatureRows.concat([pipeline.update(batch, blinks), pipeline.flush()])
 
     # ------------------------------------------------------------- internals
 

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass
 
 from .config import SessionConfig
 from .errors import BudgetExhausted
-from .pipeline import PrivatePipeline
+from .pipeline import PrivatePipeline, RecordingSource, as_recording
+from .pipeline_input import PipelineInput
 from .privacy.release import PrivateRelease
 from .sinks import ReleaseSink
 from .stages.features import FeatureRows
@@ -66,6 +67,11 @@ class SessionOutput:
         ``sinks`` is a single sink, or holds something that is not a
         :class:`~streamdp.sinks.ReleaseSink`.
     """
+
+    # the input half's, set by the Session (feature_rows converts as it does)
+    source: str
+    camera: str
+    _input: PipelineInput
 
     def __init__(self, config: SessionConfig, pipeline: PrivatePipeline, sinks: Sequence[ReleaseSink]) -> None:
         if isinstance(sinks, ReleaseSink):
@@ -119,6 +125,25 @@ class SessionOutput:
     def keep_feature_rows(self) -> list[FeatureRows]:
         """Collect the unsanitized feature rows locally (research only; never a network sink)."""
         return self.pipeline.keep_rows()
+
+    def feature_rows(self, recording: RecordingSource) -> FeatureRows:
+        """The unsanitized feature rows of a whole recording, converted exactly as :meth:`run`
+        converts it (camera, units, diameter unit) but through a pipeline of their own: the
+        session's stream and budget are untouched. Local research output (``streamdp
+        features``), never released.
+
+        Raises
+        ------
+        TypeError
+            ``recording`` is not a Recording, a GazeBatch or a path.
+        InputError
+            ``blinks="given"`` and the recording has no blink events.
+        """
+        cols, blinks = self._input.recording(as_recording(recording, "feature_rows()"))
+        batch = cols.to_batch(self._input.unit_for(cols) or "none", self.source)  # the stream's unit stays unchosen
+        # the session's own schedule, so that the rows are those its releases were made of
+        pipeline = self.config.feature_pipeline(self.camera)
+        return FeatureRows.concat([pipeline.update(batch, blinks), pipeline.flush()])
 
     def _guarded(self, step: Callable[[], list[PrivateRelease]]) -> list[PrivateRelease]:
         try:

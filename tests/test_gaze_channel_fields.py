@@ -28,6 +28,7 @@ from streamdp.schema import SCHEMA_VERSION
 from streamdp.session import Session
 from streamdp.sinks import CollectingSink
 from streamdp.stages.gaze_privatizer import GAZE_NAMES
+from streamdp.stages.gaze_ticks import Ticks
 from streamdp.synthetic import generate
 
 from .gaze_channel_driver import Burst, LiveRun, bursts_of, drive
@@ -242,15 +243,15 @@ def test_malformed_and_non_finite_gaze_is_counted_and_the_ticks_keep_their_grid(
 # -- a datum from the future: held until the next datum says whether the clock jumped (DESIGN.md §2)
 
 
-def _with_future(bursts: list[Burst], ahead: float, where: str, burst: int = 30) -> tuple[list[Burst], int]:
-    """``bursts`` with a copy of a gaze datum ``ahead`` s in the future added to burst ``burst`` (at
-    its end or start) or to every burst; and how many were added."""
+def _with_stray(bursts: list[Burst], shift: float, where: str, burst: int = 30) -> tuple[list[Burst], int]:
+    """``bursts`` with a copy of a gaze datum ``shift`` s later (negative: earlier) added to burst
+    ``burst`` (at its end or start) or to every burst; and how many were added."""
     out = list(bursts)
     for i in range(len(out)) if where == "every-burst" else [burst]:
         at, burst = out[i]
         topic, payload = next(m for m in burst if m[0].startswith(b"gaze."))
         future = msgpack.unpackb(payload, raw=False)
-        future["timestamp"] += ahead
+        future["timestamp"] += shift
         stray = [topic, msgpack.packb(future, use_bin_type=True)]
         out[i] = (at, [stray, *burst] if where == "start-of-burst" else [*burst, stray])
     return out, len(out) if where == "every-burst" else 1
@@ -261,10 +262,29 @@ def _with_future(bursts: list[Burst], ahead: float, where: str, burst: int = 30)
 def test_a_datum_from_the_future_publishes_no_tick_before_its_time(ahead, where):
     bursts = bursts_of(generate(duration=3.0, rate=200.0, seed=1, start_time=1000.0).recording)
     clean = drive(bursts, CONFIG, until=1004.0)
-    stray, added = _with_future(bursts, ahead, where)
+    stray, added = _with_stray(bursts, ahead, where)
     run = drive(stray, CONFIG, until=1004.0)
     assert np.all(run.t <= run.at), f"{np.count_nonzero(run.t > run.at)} ticks published before their time"
     # nothing lost but the stray datum: the same ticks at the same times, the stray counted as invalid
+    assert np.array_equal(run.t, clean.t) and np.array_equal(run.at, clean.at) and run.messages == clean.messages
+    c = run.session.counters
+    assert (c.restarts, c.late) == (clean.session.counters.restarts, clean.session.counters.late) == (0, 0)
+    flushed, clean_flushed = run.session.flush(), clean.session.flush()
+    assert run.session.counters.invalid == added and len(flushed) == len(clean_flushed)
+    assert _packed(run) == _packed(clean)
+
+
+@pytest.mark.parametrize("where", ["end-of-burst", "start-of-burst", "every-burst"])
+@pytest.mark.parametrize("behind", [2.0, 100.0, 1e5], ids=["2-s-back", "100-s-back", "1e5-s-back"])
+def test_a_datum_from_the_past_restarts_nothing(behind, where):
+    """A lone datum far in the past is no clock that went back: it waits for the next, which
+    refutes it. Before, it restarted the session and the gaze after it (at its time, now 100 s
+    ahead of the new segment) published ~6000 stale ticks at once."""
+    bursts = bursts_of(generate(duration=3.0, rate=200.0, seed=1, start_time=1000.0).recording)
+    clean = drive(bursts, CONFIG, until=1004.0)
+    stray, added = _with_stray(bursts, -behind, where)
+    run = drive(stray, CONFIG, until=1004.0)
+    assert np.all(run.t <= run.at), f"{np.count_nonzero(run.t > run.at)} ticks published before their time"
     assert np.array_equal(run.t, clean.t) and np.array_equal(run.at, clean.at) and run.messages == clean.messages
     c = run.session.counters
     assert (c.restarts, c.late) == (clean.session.counters.restarts, clean.session.counters.late) == (0, 0)
@@ -278,13 +298,15 @@ def _packed(run: LiveRun) -> list[bytes]:
     return [msgpack.packb(r.to_message(), use_bin_type=True) for r in run.session.sinks[0].ticks]
 
 
-def test_a_lone_datum_from_the_future_at_the_end_of_the_stream_is_dropped_at_flush():
+@pytest.mark.parametrize("shift", [100.0, -100.0], ids=["future", "past"])
+def test_a_lone_stray_datum_at_the_end_of_the_stream_is_dropped_at_flush(shift):
     bursts = bursts_of(generate(duration=3.0, rate=200.0, seed=1, start_time=1000.0).recording)
     clean = drive(bursts, CONFIG, until=1004.0)
-    stray, _ = _with_future(bursts, 100.0, "end-of-burst", burst=len(bursts) - 1)
+    stray, _ = _with_stray(bursts, shift, "end-of-burst", burst=len(bursts) - 1)
     run = drive(stray, CONFIG, until=1004.0)
     assert np.array_equal(run.t, clean.t) and np.array_equal(run.at, clean.at)
     assert run.session.counters.invalid == 0  # held: the stream may yet go on at its time
+    assert run.session.counters.restarts == 0
     run.session.flush()
     clean.session.flush()
     assert run.session.counters.invalid == 1 and _packed(run) == _packed(clean)
@@ -338,8 +360,8 @@ def test_two_data_from_the_future_that_agree_are_a_jump_of_the_clock():
     """Two data far ahead in a row, within a second of each other: the stream's clock jumped (as
     after ``T``); when the old time then comes back, that is the clock going back: a restart."""
     bursts = bursts_of(generate(duration=3.0, rate=200.0, seed=1, start_time=1000.0).recording)
-    once, _ = _with_future(bursts, 100.0, "end-of-burst")
-    twice, _ = _with_future(once, 100.001, "end-of-burst")
+    once, _ = _with_stray(bursts, 100.0, "end-of-burst")
+    twice, _ = _with_stray(once, 100.001, "end-of-burst")
     run = drive(twice, CONFIG, until=1004.0)
     c = run.session.counters
     assert (c.invalid, c.restarts) == (0, 1)
@@ -364,12 +386,16 @@ def _with_chunk_times(session: Session) -> None:
 
 
 @pytest.mark.parametrize("where", ["end-of-burst", "start-of-burst", "every-burst"])
-def test_a_datum_from_the_future_releases_no_chunk_before_its_time(where):
+@pytest.mark.parametrize("shift", [100.0, -100.0], ids=["future", "past"])
+def test_a_stray_datum_releases_no_chunk_before_its_time(where, shift):
+    """A datum from the future or the past, on the chunk path (the relay's pacing): the same
+    chunks at the same times, no restart (the past one used to restart the session, dropping the
+    partial chunk)."""
     config = SessionConfig(window=4.0, step=0.25, chunk_length=8, seed=3)  # a chunk every 2 s
     hold = config.reorder_window + config.deadline_slack
     bursts = bursts_of(generate(duration=12.0, rate=200.0, seed=1, start_time=1000.02).recording)
     clean = drive(bursts, config, until=1013.0, patch=_with_chunk_times).session.sinks[1]
-    stray, added = _with_future(bursts, 100.0, where, burst=300)
+    stray, added = _with_stray(bursts, shift, where, burst=300)
     run = drive(stray, config, until=1013.0, patch=_with_chunk_times)
     chunks = run.session.sinks[1]
     assert len(chunks.releases) >= 3
@@ -378,5 +404,67 @@ def test_a_datum_from_the_future_releases_no_chunk_before_its_time(where):
     assert chunks.at == clean.at and [r.to_message() for r in chunks.releases] == [
         r.to_message() for r in clean.releases
     ]
+    assert run.session.counters.restarts == 0
     run.session.flush()
     assert run.session.counters.invalid == added  # the last one at the end of the stream
+
+
+# -- a clock that went back: two data agree, the session restarts once and the new segment is whole
+
+
+def _drive_on(run: LiveRun, bursts: list[Burst], until: float) -> tuple[np.ndarray, np.ndarray, Ticks]:
+    """Go on driving ``run``'s session as :func:`drive` does with ``bursts`` (a clock that went
+    back): the ticks published from then on, their source times, and the raw ticks seen."""
+    session, sink, seen = run.session, run.session.sinks[0], []
+    privatizer = session.gaze.privatizer
+    update = privatizer.update
+    privatizer.update = lambda ticks: (seen.append(ticks), update(ticks))[1]
+    first, i = len(sink.ticks), 0
+    while True:
+        due, nxt = session.next_deadline, bursts[i][0] if i < len(bursts) else math.inf
+        if due is not None and due <= nxt and due <= until:
+            sink.now = due
+            session.advance_to(due)
+        elif nxt <= until:
+            sink.now = nxt
+            session.receive_frames(bursts[i][1])
+            i += 1
+        else:
+            return np.array([float(r.t[0]) for r in sink.ticks[first:]]), np.array(sink.at[first:]), Ticks.concat(seen)
+
+
+@pytest.mark.parametrize("start", [902.0, 0.5], ids=["100-s-back", "capture-restarted-near-0"])
+def test_a_clock_that_went_back_restarts_once_and_the_new_segment_loses_nothing(start):
+    """The gaze goes on at a time 100 s earlier (``T``), or near 0 (Capture restarted): its first
+    datum waits for the second, which confirms the jump: one restart, and the new segment's ticks
+    are those of its gaze as a stream of its own, published at their time."""
+    old = bursts_of(generate(duration=2.0, rate=200.0, seed=1, start_time=1000.0).recording)
+    after = generate(duration=2.0, rate=200.0, seed=2, start_time=start).recording
+    run = drive(old, CONFIG, until=1002.0)
+    t, at, ticks = _drive_on(run, bursts_of(after), until=start + 2.5)
+    c = run.session.counters
+    assert (c.restarts, c.invalid, c.late) == (1, 0, 0)
+    new = t < 1000.0  # the old segment's last ticks go out with the restart
+    alone = drive(bursts_of(after), CONFIG, until=start + 2.5)  # the gaze after the jump, as a stream of its own
+    assert np.array_equal(t[new], alone.t) and np.array_equal(at[new], alone.at) and np.all(at[new] >= t[new])
+    mine = ticks.t < 1000.0
+    assert np.array_equal(ticks.t[mine], alone.ticks.t) and np.array_equal(ticks.deg[mine], alone.ticks.deg)
+    assert np.array_equal(ticks.has_gaze[mine], alone.ticks.has_gaze) and alone.ticks.has_gaze.mean() > 0.75
+
+
+def test_a_shells_restart_while_the_new_clocks_first_datum_waits_loses_nothing():
+    """The relay restarts the session on a jump it saw in Capture's clock after the session held
+    the new clock's first datum: it waits on, and the next datum makes it the new segment's first."""
+    old = bursts_of(generate(duration=2.0, rate=200.0, seed=1, start_time=1000.0).recording)
+    after = bursts_of(generate(duration=2.0, rate=200.0, seed=2, start_time=902.0).recording)
+    run = drive(old, CONFIG, until=1002.0)
+    (at, burst), rest = after[0], after[1:]
+    run.session.sinks[0].now = at
+    run.session.receive_frames(burst[:1])  # held: nothing says yet whether the clock went back
+    run.session.restart()  # the relay's heartbeat: Capture's clock jumped
+    t, at_, _ = _drive_on(run, [(at, burst[1:]), *rest], until=904.5)
+    c = run.session.counters
+    assert (c.restarts, c.invalid, c.late) == (1, 0, 0)
+    alone = drive(after, CONFIG, until=904.5)
+    new = t < 1000.0
+    assert np.array_equal(t[new], alone.t) and np.array_equal(at_[new], alone.at)

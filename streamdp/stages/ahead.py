@@ -1,13 +1,15 @@
-"""Live gaze far ahead of the stream's clock, held until the next datum confirms the jump.
+"""Live gaze far from the stream's clock, held until the next datum confirms the jump.
 
 A live session runs on the source's clock, which its gaze moves: a single datum with a corrupt or
 stray timestamp far in the future would move it at once, so that every tick and chunk up to that
-time went out before its time, and the gaze that follows (at the real time) would look like a
-clock that went back. :class:`AheadHold` keeps such a datum out of the stream until the next
-datum says what it was: a datum near it confirms a jump (the stream goes on at the new time: gaze
-after a pause, a source replayed faster than real time); any other refutes it, and the lone datum
-is dropped as invalid. The threshold is public (the same second after which a jump back is a
-restart): the schedule still runs on the timestamps alone, and no single datum moves it by more.
+time went out before its time; one far in the past would look like a clock that went back (a
+source that restarted) and start a new segment, after which the gaze that follows (at the real
+time) jumps ahead of it. :class:`AheadHold` keeps such a datum out of the stream until the next
+datum says what it was: a datum near it confirms a jump (ahead: the stream goes on at the new
+time, gaze after a pause or a source replayed faster than real time; back: the source restarted,
+a new segment); any other refutes it, and the lone datum is dropped as invalid. The threshold is
+public (:data:`CLOCK_JUMP`): the schedule still runs on the timestamps alone, and no single datum
+moves it by more, nor restarts it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from ..gaze import GazeColumns
 __all__ = ["CLOCK_JUMP", "AheadHold"]
 
 #: seconds beyond which the source's clock jumped: back, a restart (:class:`~.reorder.ReorderBuffer`);
-#: ahead, a jump to confirm (:class:`AheadHold`). Capture's gaze moves on by a world frame (~33 ms)
-#: between bursts, by a few hundred ms when an eye camera drops frames.
+#: either way, a jump to confirm (:class:`AheadHold`). Capture's gaze moves on by a world frame
+#: (~33 ms) between bursts, by a few hundred ms when an eye camera drops frames.
 CLOCK_JUMP = 1.0
 
 
@@ -32,24 +34,34 @@ class AheadHold:
     """Gaze (in arrival order) in, the gaze the stream's clock accepts out.
 
     The clock is the newest gaze accepted, or a later time given to :meth:`advance` (a live
-    shell's timer). A datum more than ``ahead`` s past it is held (at most one at a time) and the
-    next datum decides:
+    shell's timer). A datum is far from it, and held (at most one at a time), when it is
 
-    - past the clock by more than ``ahead`` s too, and within ``ahead`` s of the held one: the
-      jump is confirmed, both are accepted;
+    - ahead: more than ``ahead`` s past the clock;
+    - back: more than ``ahead + window`` s before the newest gaze accepted (not the timer: gaze
+      read late is no jump), or below the ``floor`` given with the batch (the reorder buffer's:
+      what it released, less ``ahead``);
+
+    and the next datum decides:
+
+    - as far in the same direction, and within ``ahead`` s of the held one: the jump is
+      confirmed, both are accepted. Ahead, the clock moves on through both; back, the source
+      restarted: :attr:`went_back` tells where the new segment starts in the output, whose
+      clock the two start (the batch's floor is gone with the old segment);
     - anything else: the stream went on at the old time (late gaze included), the held datum is
       dropped (counted in ``dropped``) and this one is judged as any other: accepted, or held in
-      its place if it is far ahead too. A clock that went back passes on (the reorder buffer
-      tells the restart).
+      its place if it is far too.
 
     The first datum of a stream starts the clock. What is still held when the stream ends is
-    dropped (:meth:`flush`). A held datum is accepted only together with a second one as far
-    ahead: no single datum moves the clock by more than ``ahead``.
+    dropped (:meth:`flush`); when the source restarts it waits on (:meth:`restart`): near the
+    next datum, it is the new segment's first. A held datum is accepted only together with a
+    second one as far: no single datum moves the clock by more than ``ahead``, nor restarts it.
 
     Parameters
     ----------
     ahead : float
-        Seconds past the clock beyond which a datum waits for confirmation (> 0).
+        Seconds from the clock beyond which a datum waits for confirmation (> 0).
+    window : float
+        The reorder window (s, ≥ 0): gaze that late is no jump back, whatever ``ahead``.
 
     Examples
     --------
@@ -64,10 +76,17 @@ class AheadHold:
     ([10.02], 1)
     >>> hold.update(cols([50.0])).t.tolist(), hold.update(cols([50.01])).t.tolist()  # a pause of 40 s
     ([], [50.0, 50.01])
+    >>> hold.update(cols([3.0])).t.tolist()  # 47 s back: waits too
+    []
+    >>> hold.update(cols([50.02])).t.tolist(), hold.dropped  # refuted
+    ([50.02], 2)
+    >>> hold.update(cols([50.03, 0.0, 0.01])).t.tolist(), hold.went_back  # confirmed: a restart
+    ([50.03, 0.0, 0.01], 1)
     """
 
-    def __init__(self, ahead: float = CLOCK_JUMP) -> None:
+    def __init__(self, ahead: float = CLOCK_JUMP, window: float = 0.0) -> None:
         self.ahead = check_seconds("ahead", ahead)
+        self.behind = self.ahead + check_seconds("window", window, zero_ok=True)
         self.reset()
 
     def reset(self) -> None:
@@ -76,8 +95,11 @@ class AheadHold:
         self._clear()
 
     def _clear(self) -> None:
-        self.clock = -math.inf
+        self.clock = self.newest = -math.inf  # newest: the newest gaze accepted (no timer)
         self._held = GazeColumns.empty()
+        self._floor = -math.inf
+        #: where, in the last :meth:`update`'s output, a confirmed jump back starts a new segment
+        self.went_back: int | None = None
 
     @property
     def limit(self) -> float:
@@ -89,8 +111,10 @@ class AheadHold:
         if clock > self.clock:
             self.clock = float(clock)
 
-    def update(self, cols: GazeColumns) -> GazeColumns:
-        """The gaze of ``cols`` the clock accepts, with a held datum it confirms (arrival order)."""
+    def update(self, cols: GazeColumns, floor: float = -math.inf) -> GazeColumns:
+        """The gaze of ``cols`` the clock accepts, with a held datum it confirms (arrival order);
+        gaze below ``floor`` is back too. Sets :attr:`went_back`."""
+        self.went_back, self._floor = None, float(floor)
         if not len(cols):
             return cols
         if len(self._held):
@@ -98,10 +122,12 @@ class AheadHold:
         else:
             both, h = cols, self._next_far(cols.t, 0)
             if h == len(cols):
-                return cols  # the common case: nothing far ahead (the clock moved on)
+                return cols  # the common case: nothing far (the clock moved on)
             i = h + 1
-        keep, held = self._judge(both.t, h, i)
+        keep, held, back = self._judge(both.t, h, i)
         self._held = both.take(np.array([held])) if held is not None else GazeColumns.empty()
+        if back is not None:
+            self.went_back = int(np.count_nonzero(keep[:back]))
         return both.take(np.flatnonzero(keep))
 
     def flush(self) -> int:
@@ -112,47 +138,69 @@ class AheadHold:
         self._clear()
         return n
 
+    def restart(self) -> int:
+        """The source restarted (its shell saw the clock jump): the next datum may be at any time;
+        a datum held waits on, for the next datum to confirm it as the new segment's first.
+        Returns 0 (nothing dropped)."""
+        self.clock = self.newest = -math.inf
+        self.went_back = None
+        return 0
+
     def take_dropped(self) -> int:
         """The data dropped since the last call."""
         n, self.dropped = self.dropped, 0
         return n
 
     def _next_far(self, t: NDArray[np.float64], i: int) -> int:
-        """Accept ``t[i:]`` up to the first datum far ahead that the next one does not confirm at
-        once; its index (``len(t)`` if none). Moves the clock over what it accepted."""
+        """Accept ``t[i:]`` up to the first datum far from the clock that the next one does not
+        confirm as a jump ahead at once (a jump back always waits for :meth:`_judge`); its index
+        (``len(t)`` if none). Moves the clocks over what it accepted."""
         rest = t[i:]
         newest = np.maximum.accumulate(rest)
         before = np.empty_like(rest)  # the clock when each datum arrives
-        before[0] = self.clock
         np.maximum(newest[:-1], self.clock, out=before[1:])
-        far = np.flatnonzero(rest > before + self.ahead)
+        before[0] = self.clock
+        gaze = np.empty_like(rest)  # the newest gaze when each datum arrives
+        np.maximum(newest[:-1], self.newest, out=gaze[1:])
+        gaze[0] = self.newest
+        back = rest < np.maximum(gaze - self.behind, self._floor)
+        far = np.flatnonzero((rest > before + self.ahead) | back)
         for j in far[1:] if len(far) and before[0] == -math.inf else far:  # the first datum starts the clock
             nxt = rest[j + 1] if j + 1 < len(rest) else -math.inf
-            if nxt > before[j] + self.ahead and abs(nxt - rest[j]) <= self.ahead:
+            if not back[j] and nxt > before[j] + self.ahead and abs(nxt - rest[j]) <= self.ahead:
                 continue  # confirmed by the next: the clock moves on through both
-            self.clock = float(before[j])
+            self.clock, self.newest = float(before[j]), float(gaze[j])
             return i + int(j)
         self.clock = max(self.clock, float(newest[-1]))
+        self.newest = max(self.newest, float(newest[-1]))
         return len(t)
 
-    def _judge(self, t: NDArray[np.float64], h: int, i: int) -> tuple[NDArray[np.bool_], int | None]:
-        """Which of ``t`` are accepted, ``t[h]`` held and ``t[i:]`` still to judge; the one held after."""
+    def _judge(self, t: NDArray[np.float64], h: int, i: int) -> tuple[NDArray[np.bool_], int | None, int | None]:
+        """Which of ``t`` are accepted, ``t[h]`` held and ``t[i:]`` still to judge; the one held
+        after, and where a confirmed jump back starts (None: none)."""
         keep = np.ones(len(t), dtype=bool)
         keep[h] = False
         held: int | None = h
+        back: int | None = None
         a = self.ahead
         while i < len(t):
             if held is None:
                 held = self._next_far(t, i)
                 if held == len(t):
-                    return keep, None
+                    return keep, None, back
                 keep[held], i = False, held + 1
                 continue
-            x = float(t[i])
-            if x > self.clock + a and abs(x - t[held]) <= a:  # confirmed: the clock moves on through both
-                keep[held], self.clock, held = True, max(self.clock, float(t[held]), x), None
+            x, y = float(t[i]), float(t[held])
+            floor = max(self.newest - self.behind, self._floor)
+            if abs(x - y) <= a and (x > self.clock + a or x < floor):  # confirmed (never both)
+                if y < floor:  # back: a new segment from the held datum on, on its own clock
+                    back, self._floor = held, -math.inf
+                    self.clock = self.newest = max(x, y)
+                else:  # ahead: the clocks move on through both
+                    self.clock, self.newest = max(self.clock, x, y), max(self.newest, x, y)
+                keep[held], held = True, None
                 i += 1
             else:  # not confirmed: dropped, and the next datum is judged afresh
                 self.dropped += 1
                 held = None
-        return keep, held
+        return keep, held, back

@@ -18,10 +18,10 @@ class ReorderBuffer(Stage[GazeColumns, GazeColumns]):
     than what was already released is late and dropped (counted in ``late``): feeding it would
     send time backwards or reach a chunk already computed at its deadline. :meth:`update`
     releases at every call; a caller may :meth:`hold` several batches and release once. A jump
-    back by more than ``restart_after`` seconds is
-    not lateness but a clock that restarted: :meth:`clock_went_back` tells the caller, which
-    starts a new segment (after :meth:`flush`). A live session holds gaze that jumps ahead by
-    as much until the next datum confirms it (:class:`~streamdp.stages.ahead.AheadHold`).
+    back by more than ``restart_after`` seconds (below :attr:`floor`) is not lateness but a
+    clock that restarted, once the next datum confirms it: a live session holds gaze that jumps
+    back or ahead by as much until then (:class:`~streamdp.stages.ahead.AheadHold`), and starts
+    a new segment (after :meth:`flush`) on a confirmed jump back.
 
     Examples
     --------
@@ -48,9 +48,11 @@ class ReorderBuffer(Stage[GazeColumns, GazeColumns]):
         self.clock = -np.inf
         self.late = 0
 
-    def clock_went_back(self, gaze: GazeColumns) -> bool:
-        """Whether ``gaze`` starts more than ``restart_after`` s before what was released."""
-        return bool(len(gaze)) and float(np.min(gaze.t)) < self.released_until - self.restart_after
+    @property
+    def floor(self) -> float:
+        """Gaze before this time is more than ``restart_after`` s before what was released: the
+        clock went back (-inf before the first release)."""
+        return self.released_until - self.restart_after
 
     def update(self, item: GazeColumns, /) -> GazeColumns:
         """Add gaze; return what is now older than the clock by more than the window."""
