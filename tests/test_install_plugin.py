@@ -56,9 +56,10 @@ def test_exactly_the_plugin_and_one_streamdp_folder_of_the_modules_it_imports(in
     ):
         assert f"streamdp/{present}" in names
     size = sum((plugins_dir / p).stat().st_size for p in files)
-    # under a MB (680 kB with the endpoint's sink and the doctor, 840 kB with streamdp's Pupil Remote),
-    # against 391 MB from pip install --target
-    assert 100_000 < size < 1_000_000
+    # source files only, about a MB (680 kB with the endpoint's sink and the doctor, 840 kB with
+    # streamdp's Pupil Remote, 1.00 MB with the clock's hold of stray timestamps), against 391 MB from
+    # pip install --target: the bound catches a heavy module or a data file pulled in, not growth
+    assert 100_000 < size < 1_500_000
     assert not any(n.startswith("streamdp/network/client") for n in names)  # imported only for type checking
 
 
