@@ -253,8 +253,7 @@ def compare(args: argparse.Namespace) -> None:
     """Candidate (maybe with a ceiling) against the baseline at each (n, ε) of the baseline: the
     paired per-seed differences (seed j of both used the same classifier seeds and recordings)."""
     base = summarize(json.loads(Path(args.baseline).read_text()))
-    docs = [json.loads(Path(p).read_text()) for p in args.candidate]
-    cand_doc = {**docs[0], "rows": [r for d in docs for r in d["rows"]]}
+    cand_doc = _merged_doc(args.candidate)
     cand = summarize(cand_doc)
     ceiling = args.ceiling
     name = cand_doc["label"] + (f" ≤{ceiling:g}" if ceiling else "")
@@ -288,8 +287,13 @@ def compare(args: argparse.Namespace) -> None:
 
 def _merged(files: list[str]) -> dict[tuple[int, float], dict[str, list[float]]]:
     """One candidate's figures from its files (runs of one label at other ε are one candidate)."""
+    return summarize(_merged_doc(files))
+
+
+def _merged_doc(files: list[str]) -> dict[str, Any]:
+    """One candidate's runs (files of one label, e.g. seeds 0-19 and 20-39) as one document."""
     docs = [json.loads(Path(p).read_text()) for p in files]
-    return summarize({**docs[0], "rows": [r for d in docs for r in d["rows"]]})
+    return {**docs[0], "rows": [r for d in docs for r in d["rows"]]}
 
 
 #: a ceiling: None (none), C per chunk, (C, n₀): C per n₀ steps, a per-time ceiling of C·n/n₀ per chunk,
@@ -588,13 +592,13 @@ def floor(args: argparse.Namespace) -> None:
     1 at a total ε so small that its utility is ~0), paired by seed: where a baseline is within
     two standard errors of the floor, "re-identification no higher than it" asks for a release
     with no signal (docs/evaluation.md)."""
-    zero = summarize(_merged(args.floor))
+    zero = _merged(args.floor)
     print("| candidate | n | ε asked | ε spent | Δ re-ID − floor | Δ task − floor | at the floor (re-ID within 2 SE) |")
     print("|---|---|---|---|---|---|---|")
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for spec in args.candidate:
         files, _, ceiling = spec.partition("@")
-        doc = _merged(files.split(","))
+        doc = _merged_doc(files.split(","))
         cand, label = summarize(doc), doc["label"] + (f" ≤{ceiling}" if ceiling else "")
         for n, e in [(n, e) for n in sorted({k[0] for k in cand}) for e in args.epsilons]:
             spent = e if not ceiling or e <= float(ceiling) else float(ceiling)
@@ -613,12 +617,6 @@ def floor(args: argparse.Namespace) -> None:
     print()
     for label, (at, of) in counts.items():
         print(f"- {label}: re-identification within 2 SE of the floor in {at} of {of}")
-
-
-def _merged(files: list[str]) -> dict[str, Any]:
-    """One candidate's runs (files of one label, e.g. seeds 0-19 and 20-39) as one document."""
-    docs = [json.loads(Path(p).read_text()) for p in files]
-    return {**docs[0], "rows": [r for d in docs for r in d["rows"]]}
 
 
 def main(argv: list[str] | None = None) -> None:
