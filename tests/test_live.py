@@ -7,6 +7,7 @@ with a timeout; nothing sleeps to wait for a message.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from streamdp.synthetic import generate
 
 from .conftest import shared
 from .live_harness import LOSSLESS, live
+from .stderr_lines import read_lines
 
 SYN = generate(duration=110.0, rate=200.0, seed=4).recording  # 160 steps: 5 chunks of 32
 
@@ -324,44 +326,42 @@ def test_simulator_publishes_capture_datums_with_their_field_names_and_types():
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_sigterm_mid_chunk_stops_the_relay_cleanly_without_a_partial_chunk(tmp_path):
     rec = generate(duration=400.0, rate=200.0, seed=5).recording
-    relay_port = _free_port()
-    endpoint = f"tcp://127.0.0.1:{relay_port}"
     with CaptureSimulator(rec, speed=40.0) as sim:  # ~10 s of playback: the relay is mid-stream
-        sub = connect_subscriber(endpoint)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # port 0: the relay names the ports it bound in its first line (no port picked here and
+        # bound there later, which another socket can take in between)
         proc = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "streamdp.cli",
-                "relay",
-                "--remote",
-                sim.remote_address,
-                "--bind",
-                endpoint,
-                "--chunk-length",
-                "32",
-                "--status-bind",
-                f"tcp://127.0.0.1:{_free_port()}",
+                *(sys.executable, "-m", "streamdp.cli", "relay", "--remote", sim.remote_address),
+                *("--bind", "tcp://127.0.0.1:0", "--chunk-length", "32", "--status-bind", "tcp://127.0.0.1:0"),
             ],
             stderr=subprocess.PIPE,
-            text=True,
-            env=env,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
+        sub: zmq.Socket | None = None
         try:
-            assert sub.poll(20_000), "no chunk within 20 s"
-            first = msgpack.unpackb(sub.recv_multipart()[1], raw=False)
+            assert proc.stderr is not None
+            started = read_lines(proc.stderr.fileno(), 1, timeout=20.0)
+            bound = re.search(r"→ (tcp://\S+) ", started[0]) if started else None
+            if bound is None:
+                proc.kill()
+                pytest.fail(f"the relay did not announce its endpoint: {started!r}, {proc.communicate()[1]!r}")
+            sub = connect_subscriber(bound.group(1))
+            if not sub.poll(20_000):
+                proc.kill()
+                pytest.fail(f"no chunk within 20 s; the relay's stderr: {proc.communicate(timeout=15)[1]!r}")
+            received = [msgpack.unpackb(sub.recv_multipart()[1], raw=False)]
             proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=15)
+            err = proc.communicate(timeout=15)[1].decode()
+            while sub.poll(200):
+                f = sub.recv_multipart()
+                if f[0].startswith(b"streamdp.features."):
+                    received.append(msgpack.unpackb(f[1], raw=False))
         finally:
             if proc.poll() is None:
                 proc.kill()
-        received = [first]
-        while sub.poll(200):
-            f = sub.recv_multipart()
-            if f[0].startswith(b"streamdp.features."):
-                received.append(msgpack.unpackb(f[1], raw=False))
-        sub.close(linger=0)
+                proc.communicate(timeout=15)
+            if sub is not None:
+                sub.close(linger=0)
     assert proc.returncode == 0
     assert "streamdp relay stopped" in err
     assert all(len(m["t"]) == 32 and len(m["values"]) == 32 for m in received)
