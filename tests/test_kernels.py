@@ -3,11 +3,13 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamdp.kernels.dispersion import grow_extent, segment_mean_var, window_dispersion
 from streamdp.kernels.geometry import degrees_to_norm, norm_to_degrees
+from streamdp.kernels.range_max import range_max
 from streamdp.kernels.wordbook import NgramCounter, encode_saccades, ngram_code
 
 
@@ -105,3 +107,37 @@ def test_ngram_counter_matches_a_counter_under_any_adds_and_removes(ops):
 def test_ngram_code_is_base_24_first_letter_most_significant():
     assert ngram_code([1, 2]) == 26
     assert ngram_code([23, 0, 5]) == 23 * 576 + 5
+
+
+@pytest.mark.parametrize("m", [0, 1, 5, 500])  # few ranges go slice by slice, many through the table
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 1000])
+def test_range_max_equals_the_max_of_every_slice(n, m):
+    rng = np.random.default_rng(n)
+    values = rng.normal(size=n)
+    lo = rng.integers(0, n + 1, size=m)
+    hi = np.minimum(lo + rng.integers(0, n + 1, size=m), n)
+    want = [values[a:b].max() if b > a else -1.0 for a, b in zip(lo, hi, strict=True)]
+    np.testing.assert_array_equal(range_max(values, lo, hi, empty=-1.0), want)
+
+
+def test_range_max_propagates_nan_as_ndarray_max_and_spares_ranges_without_it():
+    values = np.array([1.0, np.nan, 3.0, 2.0])
+    lo, hi = np.array([0, 2, 0, 1] * 10), np.array([2, 4, 4, 1] * 10)
+    for k in (4, 40):  # slice by slice, and through the table
+        got = range_max(values, lo[:k], hi[:k])
+        np.testing.assert_array_equal(got, [np.nan, 3.0, np.nan, 0.0] * (k // 4))
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "match"),
+    [
+        pytest.param([0, 1], [2], "differ in shape", id="shapes"),
+        pytest.param([2], [1], "lo <= hi", id="reversed"),
+        pytest.param([-1], [2], "0 <= lo", id="negative"),
+        pytest.param([0], [5], "hi <= 4", id="past-the-end"),
+        pytest.param([0] * 40, [4] * 39 + [5], "hi <= 4", id="past-the-end-of-many"),
+    ],
+)
+def test_range_max_refuses_ranges_outside_the_array(lo, hi, match):
+    with pytest.raises(ValueError, match=match):
+        range_max(np.zeros(4), np.array(lo), np.array(hi))

@@ -1,11 +1,8 @@
 """Running state of :class:`~streamdp.stages.features.WindowFeatures`: per-kind event columns
 (windows found by two binary searches; counts from integer prefix sums, means and variances
-summed over each window's own events) and the monotone queues of the sliding maxima. Private:
-array-level helpers, not stages."""
+summed over each window's own events). Private: array-level helpers, not stages."""
 
 from __future__ import annotations
-
-from collections import deque
 
 import numpy as np
 from numpy.typing import NDArray
@@ -76,23 +73,3 @@ class EventColumn:
         for n in self.names:
             self.values[n] = self.values[n][keep_from:]
         self.base += keep_from
-
-
-class SlidingMax:
-    """Maximum over the events in the window, by a monotone queue of global indices."""
-
-    def __init__(self) -> None:
-        self.q: deque[int] = deque()
-        self.next = 0  # global index of the next event to enter
-
-
-def slide_max(state: SlidingMax, end: list[float], vals: list[float], base: int, tk: float, lo_t: float) -> None:
-    q = state.q
-    while state.next - base < len(end) and end[state.next - base] <= tk:
-        val = vals[state.next - base]
-        while q and vals[q[-1] - base] <= val:
-            q.pop()
-        q.append(state.next)
-        state.next += 1
-    while q and end[q[0] - base] <= lo_t:
-        q.popleft()

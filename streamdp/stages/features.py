@@ -17,8 +17,9 @@ Rules, decided once and documented here:
 - Wordbook n-grams are n consecutive saccades of the stream, all inside the window; statistics
   run over all 24**n possible n-grams (mean and variance) or over those seen (distinct, max, min).
 
-Counts come from integer prefix sums and binary searches, maxima from monotone queues, wordbooks
-from integer counters updated as events enter and leave: O(1) amortised per step. Means and
+Counts come from integer prefix sums and binary searches, maxima from a sparse table of the
+window's events (:func:`~streamdp.kernels.range_max.range_max`), wordbooks from integer counters
+updated as events enter and leave: O(1) amortised per step. Means and
 variances are merged from parts of the window cut at public group boundaries, each part from its
 own events (:mod:`._window_stats`: O(events per group + window / group) per step), never from float
 running sums: those carry the rounding of every earlier event into every later window, and one
@@ -36,10 +37,11 @@ from numpy.typing import NDArray
 
 from ..events import EventBatch, Fixations, Saccades
 from ..gaze import BlinkEvents
+from ..kernels.range_max import range_max
 from ..kernels.wordbook import ALPHABET_SIZE, NgramCounter
 from ..schedule_defaults import DEFAULT_MAX_EVENT_DURATION
 from ..schema import FEATURE_INDEX, N_FEATURES, WORDBOOK_ORDERS
-from ._window_state import EventColumn, SlidingMax, slide_max
+from ._window_state import EventColumn
 from .base import Stage
 from .feature_rows import FeatureRows
 from .schedule import ReleaseSchedule, first_full_step
@@ -157,8 +159,6 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
         self._blk = EventColumn(("duration",))
         self._letters: list[int] = []
         self._letters_base = 0
-        self._max_amp = SlidingMax()
-        self._max_dur = SlidingMax()
         self._words = [NgramCounter(n) for n in WORDBOOK_ORDERS]
         self._w_next = 0  # next saccade (global index) to enter the wordbooks
         self._w_first = 0  # first saccade (global index) still inside the window
@@ -267,30 +267,27 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
         for kind, quantity, mean_name, var_name in _MEAN_VAR_FEATURES:
             v[:, col[mean_name]], v[:, col[var_name]] = stats[kind][quantity]
         v[:, col["blink_rate"]] = n_blk / w
+        v[:, col["fixation_duration_max"]] = range_max(self._fix.values["duration"], flo, fhi)
+        v[:, col["saccade_amplitude_max"]] = range_max(self._sac.values["amplitude"], slo, shi)
 
         self._sequential(t, v)
         self._trim(float(t[-1]) - w)
         return FeatureRows(t, v)
 
     def _sequential(self, t: _F64, v: _F64) -> None:
-        """Maxima and wordbooks: one pass over steps, each event entering and leaving once."""
+        """Wordbooks: one pass over steps, each saccade entering and leaving once."""
         w = self.config.window
-        fix, sac = self._fix, self._sac
-        f_end, f_dur, f_base = fix.end.tolist(), fix.values["duration"].tolist(), fix.base
-        s_end, s_amp, s_base = sac.end.tolist(), sac.values["amplitude"].tolist(), sac.base
+        s_end, s_base = self._sac.end.tolist(), self._sac.base
         letters, l_base = self._letters, self._letters_base
-        col_amp = FEATURE_INDEX["saccade_amplitude_max"]
-        col_dur = FEATURE_INDEX["fixation_duration_max"]
         col_wb = FEATURE_INDEX["wordbook1_distinct"]
         words = self._words
         orders = WORDBOOK_ORDERS
-        q_amp, q_dur = self._max_amp, self._max_dur
-        for row, tk in enumerate(t.tolist()):
+        # the rows' statistics gathered in one list and written into ``v`` once: a slice
+        # assignment into an array per step and order costs as much as the step's own work
+        stats: list[float] = []
+        extend = stats.extend
+        for tk in t.tolist():
             lo_t = tk - w
-            slide_max(q_dur, f_end, f_dur, f_base, tk, lo_t)
-            slide_max(q_amp, s_end, s_amp, s_base, tk, lo_t)
-            v[row, col_dur] = f_dur[q_dur.q[0] - f_base] if q_dur.q else 0.0
-            v[row, col_amp] = s_amp[q_amp.q[0] - s_base] if q_amp.q else 0.0
             # saccades entering the window add the n-grams they end
             while self._w_next - s_base < len(s_end) and s_end[self._w_next - s_base] <= tk:
                 j = self._w_next
@@ -314,21 +311,18 @@ class WindowFeatures(Stage[EventBatch, FeatureRows]):
                     code = code * ALPHABET_SIZE + letters[last - l_base]
                     words[n - 1].remove(code)
                 self._w_first += 1
-            c = col_wb
             for counter in words:
-                v[row, c : c + 6] = counter.stats()
-                c += 6
+                extend(counter.stats())
+        v[:, col_wb : col_wb + 6 * len(words)] = np.reshape(stats, (t.shape[0], 6 * len(words)))
 
     def _trim(self, oldest_t: float) -> None:
         for column in (self._fix, self._sac, self._blk):
             dead = int(np.searchsorted(column.end, oldest_t, side="right"))
             if dead > 1024 and dead > column.end.shape[0] // 2:
                 if column is self._sac:
-                    dead = min(dead, self._w_first - column.base, self._max_amp.next - column.base)
+                    dead = min(dead, self._w_first - column.base)
                     drop = self._w_first - self._letters_base - 4
                     if drop > 0:
                         del self._letters[:drop]
                         self._letters_base += drop
-                if column is self._fix:
-                    dead = min(dead, self._max_dur.next - column.base)
                 column.trim(dead)
