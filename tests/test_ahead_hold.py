@@ -46,6 +46,16 @@ CASES = [  # (batches, accepted, dropped, clock after)
     pytest.param([STREAM, [11.0]], [*STREAM, 11.0], 0, 11.0, id="within-the-threshold"),
     pytest.param([STREAM, [11.5], [10.6]], [*STREAM, 10.6], 1, 10.6, id="near-both-clocks-is-no-confirmation"),
     pytest.param([STREAM, [5.0]], STREAM, 0, 10.01, id="a-clock-going-back-waits-too"),
+    # the stream's first datum waits too: a stray there would start the clock in the future (or
+    # the past) and the gaze after it would restart the session
+    pytest.param([[110.0], STREAM], STREAM, 1, 10.01, id="stray-first-datum-ahead"),
+    pytest.param([[1e5 + 10.0, *STREAM]], STREAM, 1, 10.01, id="stray-1e5-s-as-first-datum"),
+    pytest.param([[-50.0], STREAM], STREAM, 1, 10.01, id="stray-first-datum-back"),
+    pytest.param([[10.0], [10.005, 10.01]], STREAM, 0, 10.01, id="first-datum-confirmed-by-the-next-batch"),
+    pytest.param([[10.0, 110.0, 10.005, 10.01]], STREAM, 1, 10.01, id="stray-second-datum"),
+    pytest.param([[10.0, 110.0, -50.0, 10.005, 10.01]], [10.005, 10.01], 3, 10.01,
+                 id="two-strays-after-the-first-datum-outwait-it"),
+    pytest.param([[10.0, 10.005, 110.0, 10.01]], STREAM, 1, 10.01, id="stray-third-datum"),
 ]  # fmt: skip
 
 
@@ -71,7 +81,14 @@ def test_what_is_still_held_at_the_end_of_the_stream_is_dropped(batches, dropped
     hold = AheadHold()
     accepted = [t for b in batches for t in hold.update(_cols(b)).t.tolist()]
     assert accepted == STREAM and hold.flush() == dropped and hold.take_dropped() == dropped
-    assert hold.clock == -np.inf and hold.update(_cols([500.0])).t.tolist() == [500.0]  # a new stream
+    assert hold.clock == -np.inf and hold.update(_cols([500.0])).t.tolist() == []  # a new stream: its first datum
+    assert hold.update(_cols([500.005])).t.tolist() == [500.0, 500.005]  # waits for the next near it
+    assert hold.flush() == 0
+
+
+def test_a_stream_of_one_datum_is_dropped():
+    hold = AheadHold()
+    assert hold.update(_cols([10.0])).t.tolist() == [] and hold.flush() == 1
 
 
 def test_a_shells_clock_moves_the_threshold():
@@ -186,4 +203,5 @@ def test_a_datum_held_when_the_source_restarts_waits_on(held):
     hold = AheadHold()
     hold.update(_cols([*STREAM, held]))
     hold.restart()
-    assert hold.update(_cols([50.0])).t.tolist() == [50.0] and (hold.went_back, hold.dropped) == (None, 1)
+    assert hold.update(_cols([50.0])).t.tolist() == [] and hold.dropped == 0  # no clock: which one is astray?
+    assert hold.update(_cols([50.005])).t.tolist() == [50.0, 50.005] and (hold.went_back, hold.dropped) == (None, 1)

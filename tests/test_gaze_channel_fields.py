@@ -302,6 +302,20 @@ def test_a_lone_stray_datum_at_the_end_of_the_stream_is_dropped_at_flush(shift):
     assert run.session.counters.invalid == 1 and _packed(run) == _packed(clean)
 
 
+@pytest.mark.parametrize("shift", STRAYS)
+def test_a_stray_first_datum_starts_no_clock_and_restarts_nothing(shift):
+    """The stream's very first datum astray: before, it started the clock (ahead: the ticks up to
+    it published at once) and the gaze after it restarted the session."""
+    bursts = bursts_of(generate(duration=3.0, rate=200.0, seed=1, start_time=1000.0).recording)
+    clean = drive(bursts, CONFIG, until=1004.0)
+    run = drive(_with_stray(bursts, shift, "start-of-burst", burst=0)[0], CONFIG, until=1004.0)
+    assert np.array_equal(run.t, clean.t) and np.array_equal(run.at, clean.at) and run.messages == clean.messages
+    assert (run.session.counters.restarts, run.session.counters.invalid) == (0, 1)
+    run.session.flush()
+    clean.session.flush()
+    assert _packed(run) == _packed(clean)
+
+
 def _paused(pause: float) -> tuple[list[Burst], Recording, float]:
     """2 s of gaze, ``pause`` s without any, 2 s more: the bursts, the gaze after the pause, its end."""
     before = generate(duration=2.0, rate=200.0, seed=1, start_time=1000.0).recording

@@ -51,10 +51,14 @@ class AheadHold:
       dropped (counted in ``dropped``) and this one is judged as any other: accepted, or held in
       its place if it is far too.
 
-    The first datum of a stream starts the clock. What is still held when the stream ends is
-    dropped (:meth:`flush`); when the source restarts it waits on (:meth:`restart`): near the
-    next datum, it is the new segment's first. A held datum is accepted only together with a
-    second one as far: no single datum moves the clock by more than ``ahead``, nor restarts it.
+    A stream (or a segment after :meth:`restart`) has no clock until two data agree: the first
+    datum waits for one within ``ahead`` s of it (of either of the last two that wait), so that a
+    stray first timestamp neither starts the clock in the future nor, undone by the gaze after
+    it, restarts the session; a stream of one datum is dropped. What is still held when the
+    stream ends is dropped (:meth:`flush`); when the source restarts it waits on
+    (:meth:`restart`): near the next datum, it is the new segment's first. A held datum is
+    accepted only together with a second one as far: no single datum moves the clock by more
+    than ``ahead``, nor restarts it.
 
     Parameters
     ----------
@@ -117,6 +121,8 @@ class AheadHold:
         self.went_back, self._floor = None, float(floor)
         if not len(cols):
             return cols
+        if self.clock == -math.inf:
+            return self._start(cols)
         if len(self._held):
             both, h, i = GazeColumns.concat([self._held, cols]), 0, 1
         else:
@@ -129,6 +135,35 @@ class AheadHold:
         if back is not None:
             self.went_back = int(np.count_nonzero(keep[:back]))
         return both.take(np.flatnonzero(keep))
+
+    def _start(self, cols: GazeColumns) -> GazeColumns:
+        """No clock yet: data wait (two at most, the oldest dropped for a third) until one comes
+        within ``ahead`` s of one waiting; the two start the clock, the other is dropped, and the
+        rest of ``cols`` is judged against it."""
+        both = GazeColumns.concat([self._held, cols]) if len(self._held) else cols
+        t = both.t.tolist()
+        waiting: list[int] = []
+        for i, x in enumerate(t):
+            pair = next((w for w in waiting if abs(x - t[w]) <= self.ahead), None)
+            if pair is not None:
+                break
+            if len(waiting) == 2:
+                del waiting[0]
+                self.dropped += 1
+            waiting.append(i)
+        else:
+            self._held = both.take(np.array(waiting, dtype=np.intp))
+            return GazeColumns.empty()
+        self.dropped += len(waiting) - 1
+        self._held = GazeColumns.empty()
+        self.clock = self.newest = max(t[pair], x)
+        started = both.take(np.array([pair, i], dtype=np.intp))
+        if i + 1 == len(t):
+            return started
+        rest = self.update(both.take(np.arange(i + 1, len(t))), self._floor)
+        if self.went_back is not None:
+            self.went_back += len(started)
+        return GazeColumns.concat([started, rest])
 
     def flush(self) -> int:
         """End of stream: a datum still held is dropped; returns how many (0 or 1). The next
@@ -165,7 +200,7 @@ class AheadHold:
         gaze[0] = self.newest
         back = rest < np.maximum(gaze - self.behind, self._floor)
         far = np.flatnonzero((rest > before + self.ahead) | back)
-        for j in far[1:] if len(far) and before[0] == -math.inf else far:  # the first datum starts the clock
+        for j in far:
             nxt = rest[j + 1] if j + 1 < len(rest) else -math.inf
             if not back[j] and nxt > before[j] + self.ahead and abs(nxt - rest[j]) <= self.ahead:
                 continue  # confirmed by the next: the clock moves on through both
