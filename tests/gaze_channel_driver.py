@@ -92,6 +92,37 @@ class LiveRun:
         return [msgpack.unpackb(m, raw=False) for m in self.messages]
 
 
+def deliver(
+    session: Session, sink: ClockedSink, bursts: Sequence[Burst], until: float
+) -> tuple[int, list[tuple[float, int]]]:
+    """Deliver ``bursts`` at their times to ``session`` and, whenever it comes first, call
+    ``advance_to`` at its next deadline, until the source clock reaches ``until`` (``sink``'s
+    clock follows); the calls made, and (time, releases) of those that released."""
+    i, calls, stuck = 0, 0, 0
+    last_due = None
+    releasing: list[tuple[float, int]] = []
+    while True:
+        due = session.next_deadline
+        nxt = bursts[i][0] if i < len(bursts) else math.inf
+        before = len(sink.at)
+        if due is not None and due <= nxt and due <= until:
+            stuck = stuck + 1 if due == last_due else 0
+            if stuck > 3:
+                raise AssertionError(f"next_deadline stays at {due!r}: advance_to releases nothing")
+            last_due = due
+            sink.now = due
+            session.advance_to(due)
+        elif nxt <= until:
+            sink.now = nxt
+            session.receive_frames(bursts[i][1])
+            i += 1
+        else:
+            return calls, releasing
+        calls += 1
+        if len(sink.at) > before:
+            releasing.append((sink.now, len(sink.at) - before))
+
+
 def drive(
     bursts: Sequence[Burst],
     config: SessionConfig,
@@ -117,29 +148,7 @@ def drive(
             return update(ticks)
 
         privatizer.update = noting  # type: ignore[method-assign]
-    i, calls, stuck = 0, 0, 0
-    last_due = None
-    releasing: list[tuple[float, int]] = []
-    while True:
-        due = session.next_deadline
-        nxt = bursts[i][0] if i < len(bursts) else math.inf
-        before = len(sink.at)
-        if due is not None and due <= nxt and due <= until:
-            stuck = stuck + 1 if due == last_due else 0
-            if stuck > 3:
-                raise AssertionError(f"next_deadline stays at {due!r}: advance_to releases nothing")
-            last_due = due
-            sink.now = due
-            session.advance_to(due)
-        elif nxt <= until:
-            sink.now = nxt
-            session.receive_frames(bursts[i][1])
-            i += 1
-        else:
-            break
-        calls += 1
-        if len(sink.at) > before:
-            releasing.append((sink.now, len(sink.at) - before))
+    calls, releasing = deliver(session, sink, bursts, until)
     pack = msgpack.Packer(use_bin_type=True).pack
     return LiveRun(
         session=session,

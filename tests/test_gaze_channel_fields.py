@@ -31,7 +31,7 @@ from streamdp.stages.gaze_privatizer import GAZE_NAMES
 from streamdp.stages.gaze_ticks import Ticks
 from streamdp.synthetic import generate
 
-from .gaze_channel_driver import Burst, LiveRun, bursts_of, drive
+from .gaze_channel_driver import Burst, LiveRun, bursts_of, deliver, drive
 from .live_harness import live
 
 RATE = 60.0
@@ -423,18 +423,9 @@ def _drive_on(run: LiveRun, bursts: list[Burst], until: float) -> tuple[np.ndarr
     privatizer = session.gaze.privatizer
     update = privatizer.update
     privatizer.update = lambda ticks: (seen.append(ticks), update(ticks))[1]
-    first, i = len(sink.ticks), 0
-    while True:
-        due, nxt = session.next_deadline, bursts[i][0] if i < len(bursts) else math.inf
-        if due is not None and due <= nxt and due <= until:
-            sink.now = due
-            session.advance_to(due)
-        elif nxt <= until:
-            sink.now = nxt
-            session.receive_frames(bursts[i][1])
-            i += 1
-        else:
-            return np.array([float(r.t[0]) for r in sink.ticks[first:]]), np.array(sink.at[first:]), Ticks.concat(seen)
+    first = len(sink.ticks)
+    deliver(session, sink, bursts, until)
+    return np.array([float(r.t[0]) for r in sink.ticks[first:]]), np.array(sink.at[first:]), Ticks.concat(seen)
 
 
 @pytest.mark.parametrize("start", [902.0, 0.5], ids=["100-s-back", "capture-restarted-near-0"])
