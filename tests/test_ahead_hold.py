@@ -91,6 +91,19 @@ def test_a_stream_of_one_datum_is_dropped():
     assert hold.update(_cols([10.0])).t.tolist() == [] and hold.flush() == 1
 
 
+def test_a_shells_timer_while_the_first_datum_waits_changes_nothing():
+    hold = AheadHold()
+    assert hold.update(_cols([10.0])).t.tolist() == []
+    hold.advance(10.2)  # the timer moves the clock before two data agree
+    assert hold.update(_cols([10.01, 10.02])).t.tolist() == [10.0, 10.01, 10.02] and hold.dropped == 0
+    assert hold.clock == 10.2
+
+
+def test_two_waiting_at_the_end_are_both_dropped():
+    hold = AheadHold()
+    assert hold.update(_cols([10.0, 110.0])).t.tolist() == [] and hold.flush() == 2
+
+
 def test_a_shells_clock_moves_the_threshold():
     hold = AheadHold()
     hold.update(_cols(STREAM))

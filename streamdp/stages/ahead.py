@@ -101,6 +101,7 @@ class AheadHold:
     def _clear(self) -> None:
         self.clock = self.newest = -math.inf  # newest: the newest gaze accepted (no timer)
         self._held = GazeColumns.empty()
+        self._waiting = False  # data wait for two that agree to start the clock (:meth:`_start`)
         self._floor = -math.inf
         #: where, in the last :meth:`update`'s output, a confirmed jump back starts a new segment
         self.went_back: int | None = None
@@ -121,7 +122,7 @@ class AheadHold:
         self.went_back, self._floor = None, float(floor)
         if not len(cols):
             return cols
-        if self.clock == -math.inf:
+        if self._waiting or self.clock == -math.inf:  # a shell's timer may move the clock meanwhile
             return self._start(cols)
         if len(self._held):
             both, h, i = GazeColumns.concat([self._held, cols]), 0, 1
@@ -152,11 +153,12 @@ class AheadHold:
                 self.dropped += 1
             waiting.append(i)
         else:
-            self._held = both.take(np.array(waiting, dtype=np.intp))
+            self._held, self._waiting = both.take(np.array(waiting, dtype=np.intp)), True
             return GazeColumns.empty()
         self.dropped += len(waiting) - 1
-        self._held = GazeColumns.empty()
-        self.clock = self.newest = max(t[pair], x)
+        self._held, self._waiting = GazeColumns.empty(), False
+        self.newest = max(t[pair], x)
+        self.clock = max(self.clock, self.newest)
         started = both.take(np.array([pair, i], dtype=np.intp))
         if i + 1 == len(t):
             return started
@@ -166,8 +168,8 @@ class AheadHold:
         return GazeColumns.concat([started, rest])
 
     def flush(self) -> int:
-        """End of stream: a datum still held is dropped; returns how many (0 or 1). The next
-        stream may start at any time."""
+        """End of stream: the data still held are dropped; returns how many (0, 1, or 2 that
+        waited to start the clock). The next stream may start at any time."""
         n = len(self._held)
         self.dropped += n
         self._clear()
@@ -179,6 +181,7 @@ class AheadHold:
         Returns 0 (nothing dropped)."""
         self.clock = self.newest = -math.inf
         self.went_back = None
+        self._waiting = bool(len(self._held))
         return 0
 
     def take_dropped(self) -> int:
