@@ -208,7 +208,7 @@ RELAY = textwrap.dedent(
     from streamdp.privacy.accountant import PrivacyUnit
     from streamdp.synthetic import generate
 
-    folder, endpoint, budget_chunks = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    folder, budget_chunks = sys.argv[1], int(sys.argv[2])
     mech = dcfpa(epsilon=1.0, bounds=default_profile(), chunk_length=4)
     unit = PrivacyUnit("session", budget=budget_chunks * mech.epsilon_chunk, identity="alice@headset1",
                        ledger_dir=folder)
@@ -217,7 +217,8 @@ RELAY = textwrap.dedent(
     except BudgetExhausted as exc:
         print(f"refused: {exc}", file=sys.stderr, flush=True)
         sys.exit(3)
-    pub = ReleasePublisher(endpoint)
+    pub = ReleasePublisher("tcp://127.0.0.1:0")  # port 0: no port picked by the test and bound later
+    print(pub.endpoint, flush=True)
     assert pub.wait_for_subscribers(1, timeout=30)
     print("ready", flush=True)
     gaze = generate(duration=200.0, rate=60.0, seed=1).recording.gaze
@@ -233,10 +234,11 @@ RELAY = textwrap.dedent(
 
 
 @contextlib.contextmanager
-def _started(folder: Path, port: int, budget_chunks: int) -> Iterator[subprocess.Popen[str]]:
-    """The relay-like process; killed (if still running) and its pipes closed on the way out."""
+def _started(folder: Path, budget_chunks: int) -> Iterator[subprocess.Popen[str]]:
+    """The relay-like process (its first line: the endpoint it bound); killed (if still running)
+    and its pipes closed on the way out."""
     with subprocess.Popen(
-        [sys.executable, "-c", RELAY, str(folder), f"tcp://127.0.0.1:{port}", str(budget_chunks)],
+        [sys.executable, "-c", RELAY, str(folder), str(budget_chunks)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -247,14 +249,6 @@ def _started(folder: Path, port: int, budget_chunks: int) -> Iterator[subprocess
             if proc.poll() is None:
                 proc.kill()
             proc.communicate(timeout=30)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _receive(sub, count: int) -> list[dict]:
@@ -268,11 +262,11 @@ def _receive(sub, count: int) -> list[dict]:
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 def test_a_relay_killed_mid_session_keeps_its_spent_budget(tmp_path):
     budget_chunks = 6
-    port = _free_port()
-    with _started(tmp_path, port, budget_chunks) as relay:
-        sub = connect_subscriber(f"tcp://127.0.0.1:{port}", ("streamdp.features.",))
+    with _started(tmp_path, budget_chunks) as relay:
+        assert relay.stdout is not None
+        sub = connect_subscriber(relay.stdout.readline().strip(), ("streamdp.features.",))
         try:
-            assert relay.stdout is not None and relay.stdout.readline().strip() == "ready"
+            assert relay.stdout.readline().strip() == "ready"
             first = _receive(sub, 2)
             assert len(first) == 2
             os.kill(relay.pid, signal.SIGKILL)  # mid-session: no cleanup, no flush, no goodbye
@@ -288,12 +282,12 @@ def test_a_relay_killed_mid_session_keeps_its_spent_budget(tmp_path):
     assert [m["ledger"]["epsilon_spent"] for m in first] == pytest.approx([eps, 2 * eps])
 
     # restarted: it continues the same budget and stops when it is spent
-    port = _free_port()
     left = budget_chunks - after_kill.chunks_charged
-    with _started(tmp_path, port, budget_chunks) as relay:
-        sub = connect_subscriber(f"tcp://127.0.0.1:{port}", ("streamdp.features.",))
+    with _started(tmp_path, budget_chunks) as relay:
+        assert relay.stdout is not None
+        sub = connect_subscriber(relay.stdout.readline().strip(), ("streamdp.features.",))
         try:
-            assert relay.stdout is not None and relay.stdout.readline().strip() == "ready"
+            assert relay.stdout.readline().strip() == "ready"
             second = _receive(sub, left)
             out, _ = relay.communicate(timeout=60)
         finally:
@@ -304,7 +298,7 @@ def test_a_relay_killed_mid_session_keeps_its_spent_budget(tmp_path):
     assert LedgerStore(ALICE, folder=tmp_path).read().epsilon_spent == pytest.approx(budget_chunks * eps)
 
     # and a third start is refused before anything is computed or published
-    with _started(tmp_path, _free_port(), budget_chunks) as relay:
+    with _started(tmp_path, budget_chunks) as relay:
         out, err = relay.communicate(timeout=60)
     assert relay.returncode == 3 and out == ""
     assert err.startswith(f"refused: {ALICE}: session budget ε = {budget_chunks * eps:g} spent")

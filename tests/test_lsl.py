@@ -213,22 +213,16 @@ def test_the_relay_publishes_its_gaze_ticks_on_lsl_with_the_lsl_option(tmp_path)
     """``streamdp relay --lsl --gaze-channel`` against the simulated Capture: an inlet resolves the
     relay's Gaze stream and receives ticks on the 60 Hz grid, mapped to the LSL clock."""
     import signal
-    import socket
     import subprocess
     import sys
 
     from streamdp.network.simulator import CaptureSimulator
     from streamdp.synthetic import generate
 
-    def free() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])
-
     with CaptureSimulator(generate(duration=20.0, seed=1).recording, speed=1.0, loop=True) as sim:
         relay = subprocess.Popen(
             [sys.executable, "-m", "streamdp.cli", "relay", "--remote", sim.remote_address, "--lsl", "--gaze-channel",
-             "--bind", f"tcp://127.0.0.1:{free()}", "--status-bind", f"tcp://127.0.0.1:{free()}"],
+             "--bind", "tcp://127.0.0.1:0", "--status-bind", "tcp://127.0.0.1:0"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         try:
