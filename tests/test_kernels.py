@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from streamdp.kernels.dispersion import grow_extent, segment_mean_var, window_dispersion
 from streamdp.kernels.geometry import degrees_to_norm, norm_to_degrees
-from streamdp.kernels.range_max import range_max
+from streamdp.kernels.sparse_table import range_max
 from streamdp.kernels.wordbook import NgramCounter, encode_saccades, ngram_code
 
 

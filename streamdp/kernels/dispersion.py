@@ -8,14 +8,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from .sparse_table import span_levels
+
 
 def window_dispersion(
     x: NDArray[np.float64], y: NDArray[np.float64], lo: NDArray[np.intp], hi: NDArray[np.intp]
 ) -> NDArray[np.float64]:
     """Dispersion of every inclusive index range ``[lo[i], hi[i]]``.
 
-    Range max/min queries answered level by level of a sparse table, keeping one level in
-    memory at a time: O(N log L) time and O(N) memory for ranges of at most L samples.
+    Range max/min queries answered level by level of a sparse table
+    (:func:`~streamdp.kernels.sparse_table.span_levels`): O(N log L) time and O(N) memory for
+    ranges of at most L samples.
 
     Examples
     --------
@@ -29,16 +32,9 @@ def window_dispersion(
         return out
     length = hi - lo + 1
     level = np.floor(np.log2(length)).astype(np.intp)
-    cur = [x, x, y, y]  # running max x, min x, max y, min y over blocks of 2**L samples
-    for lev in range(int(level.max()) + 1):
-        if lev > 0:
-            half = 1 << (lev - 1)
-            cur = [
-                np.maximum(cur[0][:-half], cur[0][half:]),
-                np.minimum(cur[1][:-half], cur[1][half:]),
-                np.maximum(cur[2][:-half], cur[2][half:]),
-                np.minimum(cur[3][:-half], cur[3][half:]),
-            ]
+    # max x, min x, max y, min y over spans of 2**level samples
+    reduce = [np.maximum, np.minimum, np.maximum, np.minimum]
+    for lev, cur in span_levels([x, x, y, y], reduce, int(level.max())):
         sel = np.flatnonzero(level == lev)
         if sel.size == 0:
             continue

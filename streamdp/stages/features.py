@@ -18,7 +18,7 @@ Rules, decided once and documented here:
   run over all 24**n possible n-grams (mean and variance) or over those seen (distinct, max, min).
 
 Counts come from integer prefix sums and binary searches, maxima from a sparse table of the
-window's events (:func:`~streamdp.kernels.range_max.range_max`), wordbooks from integer counters
+window's events (:func:`~streamdp.kernels.sparse_table.range_max`), wordbooks from integer counters
 updated as events enter and leave: O(1) amortised per step. Means and
 variances are merged from parts of the window cut at public group boundaries, each part from its
 own events (:mod:`._window_stats`: O(events per group + window / group) per step), never from float
@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from ..events import EventBatch, Fixations, Saccades
 from ..gaze import BlinkEvents
-from ..kernels.range_max import range_max
+from ..kernels.sparse_table import range_max
 from ..kernels.wordbook import ALPHABET_SIZE, NgramCounter
 from ..schedule_defaults import DEFAULT_MAX_EVENT_DURATION
 from ..schema import FEATURE_INDEX, N_FEATURES, WORDBOOK_ORDERS
