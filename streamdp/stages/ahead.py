@@ -108,7 +108,7 @@ class AheadHold:
 
     @property
     def limit(self) -> float:
-        """The latest time accepted without confirmation (-inf before the stream's first datum)."""
+        """The latest time accepted without confirmation (-inf until two data or a shell's timer start the clock)."""
         return self.clock + self.ahead
 
     def advance(self, clock: float) -> None:
