@@ -78,7 +78,11 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    # Capture's plugin loader calls getattr on every name dir() lists: a lazy name whose module
+    # this copy lacks (the installed plugin folder carries no subscriber) is not listed
+    from importlib.util import find_spec
+
+    return sorted([*globals(), *(name for name, module in _LAZY.items() if find_spec(module) is not None)])
 
 
 __all__ = [

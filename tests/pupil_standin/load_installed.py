@@ -68,9 +68,17 @@ def main() -> None:
     sys.meta_path.insert(0, Blocked(blocked))
     sys.path[:0] = [plugins_dir, str(Path(__file__).resolve().parent)]
     plugin = importlib.import_module("plugin")  # the stand-in of Capture's
+    failures = []
     for entry in sorted(Path(plugins_dir).iterdir()):  # Capture imports every entry of the folder
         if entry.suffix == ".py" or (entry / "__init__.py").is_file():
-            importlib.import_module(entry.stem)
+            # and reads every name its dir() lists (plugin.import_runtime_plugins), warning
+            # "Failed to load" on the first that raises
+            try:
+                loaded = importlib.import_module(entry.stem)
+                for name in dir(loaded):
+                    getattr(loaded, name)
+            except Exception as exc:
+                failures.append(f"{entry.name}: {exc}")
     module = sys.modules["streamdp_capture"]
     import zmq
 
@@ -114,6 +122,7 @@ def main() -> None:
                 "streamdp": streamdp.__file__,
                 "modules": sorted(m for m in sys.modules if m.startswith("streamdp.")),
                 "blocked_loaded": sorted(m for m in blocked if m in sys.modules),
+                "load_failures": failures,
             }
         )
     )
