@@ -9,11 +9,21 @@ importing one another.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_DEADLINE_SLACK", "DEFAULT_MAX_EVENT_DURATION", "DEFAULT_MAX_SACCADE_INTERVAL"]
+__all__ = [
+    "DEFAULT_CHUNK_REORDER_WINDOW",
+    "DEFAULT_DEADLINE_SLACK",
+    "DEFAULT_MAX_EVENT_DURATION",
+    "DEFAULT_MAX_SACCADE_INTERVAL",
+]
 
 #: public maximum duration of an event in s: the block length ``M`` (WindowConfig's default)
 DEFAULT_MAX_EVENT_DURATION = 8.0
 #: longest s from one fixation's end to the next one's start that is a saccade (EventConfig's)
 DEFAULT_MAX_SACCADE_INTERVAL = 0.2
-#: s after a chunk's last step before it is computed (reorder 0.1 + 0.05 ≤ 0.15; WindowConfig's)
+#: s after a chunk's last step (plus the reorder window) before it is released (WindowConfig's)
 DEFAULT_DEADLINE_SLACK = 0.05
+#: s a live chunk waits for late gaze before it is computed: on the real Capture v3.6 under load
+#: (2 cores, both eyes at ~110 Hz) a lagging eye process's gaze arrives up to 1.3 s behind the
+#: newest gaze, and the newest gaze itself trails Capture's clock; chunks, 16–32 s apart, can
+#: afford the wait that the gaze channel's ticks (reorder_window, 0.1 s) cannot
+DEFAULT_CHUNK_REORDER_WINDOW = 2.0

@@ -66,8 +66,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
     source : str
         Named in error messages and logs.
     reorder : bool
-        Hold back ``config.reorder_window`` s of live gaze to put it in order (live sources);
-        recordings are already ordered.
+        Hold back live gaze to put it in order: ``config.chunk_reorder_window`` s for the stages (a
+        lagging eye's), ``config.reorder_window`` s for the gaze ticks; recordings are ordered.
     pacing : FeedPacing, optional
         When a live session runs its stages (a live shell's choice, its own to this session:
         :class:`~streamdp.live_pacing.FeedPacing`); None: with every batch. It changes when rows
@@ -112,11 +112,11 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self.camera = config.camera_for(camera)
         self.decoder = GazeDecoder()
         self._input = PipelineInput(config, source, self.decoder)
-        self._order = ReorderBuffer(config.reorder_window) if reorder else None
-        #: live: gaze far ahead of the clock or far back waits for the next datum to confirm the jump
-        self._ahead = AheadHold(window=config.reorder_window)
-        #: live: computed at a chunk's last step, published after the reorder window and the slack
-        self._hold = ReleaseHold(config.reorder_window + config.deadline_slack)
+        self._order = ReorderBuffer(config.chunk_reorder_window) if reorder else None
+        #: live: gaze far ahead or back (beyond what a lagging eye sends) waits for the next datum
+        self._ahead = AheadHold(window=config.chunk_reorder_window)
+        #: live: computed at a chunk's last step, published after the chunk reorder window and the slack
+        self._hold = ReleaseHold(config.chunk_hold)
         #: the real-time gaze channel (config.gaze_channel), live held to each tick's public time
         self.gaze = config.gaze_channel_for(seed, camera, live=reorder)
         self.pacing = pacing
@@ -132,8 +132,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
     # ------------------------------------------------------------- stage contract
 
     def update(self, item: GazeColumns, /, blinks: BlinkEvents | None = None) -> list[PrivateRelease]:
-        """Decoded gaze (any order within the reorder window) and blinks finished since the last
-        call; returns the releases this made (already handed to the sinks)."""
+        """Decoded gaze (any order within the chunk reorder window) and blinks finished since the
+        last call; returns the releases this made (already handed to the sinks)."""
         if self._order is None:
             self._input.add_blinks(blinks)
             return self._feed(item)
@@ -165,7 +165,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
 
     def advance_to(self, t_source: float) -> list[PrivateRelease]:
         """The source's clock reached ``t_source`` (Pupil time), with or without gaze: every
-        chunk whose deadline (last step + reorder window + slack) has passed is released now with
+        chunk whose deadline (last step + ``config.chunk_hold``) has passed is released now with
         what is known, whatever the gaze did. Live shells call it from a wall-clock timer mapped
         to the source's clock; a recording needs no call (its samples move the clock). Returns
         the releases it made (already handed to the sinks).
@@ -201,9 +201,9 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
 
     @property
     def next_deadline(self) -> float | None:
-        """Source time at which the next chunk or gaze tick is due (its last step or tick + the
-        reorder window + the slack; None before the first gaze): a live shell calls
-        :meth:`advance_to` once its clock passes it, whatever the gaze did."""
+        """Source time at which the next chunk or gaze tick is due (``config.chunk_hold`` after its
+        last step, ``config.tick_hold`` after a tick; None before the first gaze): a live shell
+        calls :meth:`advance_to` once its clock passes it, whatever the gaze did."""
         due, tick = self._chunk_deadline(), self.gaze.next_due if self.gaze is not None else None
         return due if tick is None else tick if due is None else min(due, tick)
 

@@ -211,7 +211,7 @@ def _late_and_releases(recording: Recording, config: SessionConfig) -> tuple[int
 def test_the_default_reorder_window_drops_none_of_captures_gaze(blinks):
     # with Capture's blinks: repeated onsets and offsets merge back into the recording's blinks
     config = SessionConfig(mechanism="dcfpa", epsilon=1.0, chunk_length=8, seed=7, blinks=blinks)
-    assert config.reorder_window >= MATCHER_LATENESS
+    assert config.chunk_reorder_window >= MATCHER_LATENESS
     late, pairs = _late_and_releases(REC, config)
     assert late == 0
     # the window still held at the end may finish one more chunk offline
@@ -226,7 +226,7 @@ def test_the_old_50_ms_window_dropped_captures_late_monocular_gaze(window, share
     # ordered gaze on once per grid step, so only gaze arriving just after a step is at risk
     # (~0.4 % at 50 ms; ~5 % when it was handed on with every datum): still more than none
     rec = generate(duration=20.0, rate=200.0, seed=12).recording
-    changes = {} if window is None else {"reorder_window": window}
+    changes = {} if window is None else {"chunk_reorder_window": window}
     session = Session(SessionConfig(mechanism="dcfpa", epsilon=1.0, chunk_length=8, seed=7, **changes))
     gaze = [encode(d) for _, d in capture_datums(rec) if d["topic"].startswith("gaze.")]
     for frames in gaze:

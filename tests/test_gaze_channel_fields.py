@@ -262,7 +262,9 @@ def _with_stray(bursts: list[Burst], shift: float, where: str, burst: int = 30) 
 
 STRAYS = [  # seconds the stray datum is shifted by: ahead (+) or back (−)
     *(pytest.param(s, id=f"{s:g}-s-ahead") for s in (2.0, 100.0, 1e5)),
-    *(pytest.param(-s, id=f"{s:g}-s-back") for s in (2.0, 100.0, 1e5)),
+    # back: beyond the chunk reorder window (2 s) + 1 s; gaze less late is a lagging eye's
+    # (tests/test_lagging_eye.py)
+    *(pytest.param(-s, id=f"{s:g}-s-back") for s in (3.5, 100.0, 1e5)),
 ]
 
 
@@ -385,11 +387,13 @@ def test_a_stray_datum_releases_no_chunk_before_its_time(where, shift):
     chunks at the same times, no restart (the past one used to restart the session, dropping the
     partial chunk)."""
     config = SessionConfig(window=4.0, step=0.25, chunk_length=8, seed=3)  # a chunk every 2 s
-    hold = config.reorder_window + config.deadline_slack
+    hold = config.chunk_hold
     bursts = bursts_of(generate(duration=12.0, rate=200.0, seed=1, start_time=1000.02).recording)
-    clean = drive(bursts, config, until=1013.0, patch=_with_chunk_times).session.sinks[1]
+    # until the last chunk's public time: its last step + the chunk reorder window + the slack
+    until = 1013.0 + config.chunk_hold
+    clean = drive(bursts, config, until=until, patch=_with_chunk_times).session.sinks[1]
     stray, added = _with_stray(bursts, shift, where, burst=300)
-    run = drive(stray, config, until=1013.0, patch=_with_chunk_times)
+    run = drive(stray, config, until=until, patch=_with_chunk_times)
     chunks = run.session.sinks[1]
     assert len(chunks.releases) >= 3
     due = np.array([float(r.t[-1]) + hold for r in chunks.releases])

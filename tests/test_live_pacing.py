@@ -97,7 +97,7 @@ def test_paced_gaze_waits_in_the_decoder_and_gives_the_same_releases():
 
 def test_a_paced_release_goes_out_with_the_first_gaze_at_its_public_time(gaze):
     config = SessionConfig(chunk_length=4, seed=0)
-    offset = config.reorder_window + config.deadline_slack
+    offset = config.chunk_hold
     sink = CollectingSink()
     session = Session(config, sinks=[sink], pacing=FeedPacing())
     t = np.asarray(gaze.t)

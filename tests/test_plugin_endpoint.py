@@ -183,7 +183,8 @@ def test_the_owners_status_goes_to_the_loopback_status_socket_and_never_to_the_s
         topics: list[bytes] = []
         assert len(receive_all(sanitized, topics=topics)) == len(published) >= 10
         assert len(statuses) >= 10  # one per 5 s of Pupil time over 70 s
-        assert statuses[-1]["released"] >= len(published) - 1
+        # the last status is at most 5 s old: chunks 4 s apart, at most 2 released since
+        assert statuses[-1]["released"] >= len(published) - 2
         assert set(topics) == {b"streamdp.features.dcfpa"}  # no status on the sanitized socket
     finally:
         status.close(linger=0)

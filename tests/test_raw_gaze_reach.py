@@ -171,7 +171,7 @@ def test_a_4s_fixation_does_not_delay_a_release_past_its_deadline():
     for b, t in zip(when, ts, strict=True):
         if not np.isfinite(b):
             continue  # released by the flush at the end of the stream
-        deadline = float(t[-1]) + CONFIG.reorder_window + CONFIG.deadline_slack
+        deadline = float(t[-1]) + CONFIG.chunk_hold
         # released by the first clock tick past the deadline: not before, and not later
         assert b - slice_s <= deadline < b, (float(t[-1]), b)
     # and at the same moments as without the fixation: the schedule is public

@@ -26,7 +26,7 @@ from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS
 from ..privacy.mechanisms.validation import check_chunk_length
 from ..privacy.weights_file import WeightsTable
-from ..schedule_defaults import DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
+from ..schedule_defaults import DEFAULT_CHUNK_REORDER_WINDOW, DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
 from ..signals import DEFAULT_SIGNAL, SIGNALS
 from ..stages.events import EventConfig
 
@@ -205,11 +205,23 @@ class ConfigFields:
         "gaze",
     )
     # live
-    reorder_window: float = _opt(0.1, "s of live gaze held back to put it in time order", "live")
+    reorder_window: float = _opt(
+        0.1,
+        "s of live gaze the gaze channel's ticks wait for (and the clock jump that starts a new segment)",
+        "live",
+    )
+    chunk_reorder_window: float = _opt(
+        DEFAULT_CHUNK_REORDER_WINDOW,
+        "s of live gaze held back to put it in time order before the feature stages: a lagging eye "
+        "process's gaze arrives that late and still counts (a chunk is released at its last step + this "
+        "+ the slack)",
+        "live",
+    )
     deadline_slack: float = _opt(
         DEFAULT_DEADLINE_SLACK,
-        "s after a chunk's last step (plus the reorder window) at which it is released; it is computed "
-        "during this hold, so the release time never depends on how long the computation took",
+        "s after a chunk's last step (plus the chunk reorder window) or a tick (plus the reorder window) "
+        "at which it is released; it is computed during this hold, so the release time never depends on "
+        "how long the computation took",
         "live",
     )
 
@@ -236,7 +248,16 @@ class ConfigFields:
             choices = f.metadata.get("choices")
             if choices is not None and value is not None and value not in choices and not f.metadata.get("or_file"):
                 raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
-        real = ("window", "step", "reorder_window", "max_event_duration", "deadline_slack", "gaze_epsilon", "gaze_rate")
+        real = (
+            "window",
+            "step",
+            "reorder_window",
+            "chunk_reorder_window",
+            "max_event_duration",
+            "deadline_slack",
+            "gaze_epsilon",
+            "gaze_rate",
+        )
         for name in real:
             _check_real(name, getattr(self, name))
         for name in ("epsilon", "epsilon_per_feature", "epsilon_ceiling", "level_share", "budget", *EVENT_FIELDS):
@@ -270,7 +291,7 @@ class ConfigFields:
         self._check_blinks()
         if self.k is not None and self.k != "private" and (isinstance(self.k, bool) or not isinstance(self.k, int)):
             raise TypeError(f"k must be an int or 'private', got {self.k!r}")
-        for name in ("reorder_window", "deadline_slack"):
+        for name in ("reorder_window", "chunk_reorder_window", "deadline_slack"):
             value = getattr(self, name)
             if value < 0 or not math.isfinite(value):
                 raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")

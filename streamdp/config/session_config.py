@@ -119,6 +119,17 @@ class SessionConfig(ConfigFiles):
         so that local feature rows equal what the private pipeline sanitizes."""
         return WindowConfig(self.window, self.step, self.max_event_duration, self.chunk_length, 0.0)
 
+    @property
+    def chunk_hold(self) -> float:
+        """Source seconds from a live chunk's last step to its public release time: the chunk
+        reorder window (late gaze it waits for) + the slack (its computation)."""
+        return self.chunk_reorder_window + self.deadline_slack
+
+    @property
+    def tick_hold(self) -> float:
+        """Source seconds from a live gaze tick to its public release time."""
+        return self.reorder_window + self.deadline_slack
+
     def privacy_unit(self) -> PrivacyUnit:
         return PrivacyUnit(self.unit, w=self.w, budget=self.budget, identity=self.identity, ledger_dir=self.ledger_dir)
 
@@ -200,7 +211,7 @@ class SessionConfig(ConfigFiles):
             fov_deg=self.event_config(source_camera).fov_deg,
             min_confidence=self.min_confidence,
             rng=secure_generator(None if seed is None else seed + GAZE_SEED_OFFSET),
-            hold=self.reorder_window + self.deadline_slack if live else None,
+            hold=self.tick_hold if live else None,
             reorder=self.reorder_window,
             ledger=ledger,
             smoothing=self.gaze_smoothing,

@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 #: the most gaze messages per second a Capture publishes (400 Hz eye cameras, binocular and
 #: monocular datums): sizes the input queue from the seconds of gaze it may hold
 MAX_GAZE_MESSAGES_PER_S = 1000
+_BACKLOG_BEYOND_CHUNK_WINDOW = 2.0  # s behind Capture's clock, past the chunk window, before shedding
 
 
 # plain ints: pyzmq's enums cost more than the check itself
@@ -81,11 +82,12 @@ class Relay:
         Seconds Pupil Remote has to answer.
     status_interval : float
         Seconds between status messages.
-    max_backlog : float
+    max_backlog : float, optional
         Seconds of gaze the input may hold: the subscription's queue is sized for it, and when
         the relay falls further behind Capture's clock than this (a flood, a stalled machine) it
         discards what is queued undecoded and counts it (``shed``, local): memory stays bounded
-        and the relay catches up instead of releasing ever later.
+        and the relay catches up instead of releasing ever later. Default: the session's chunk
+        reorder window + 2 s (Capture's gaze trails its clock, by seconds on a loaded PC).
     read_interval : float
         Seconds the relay lets gaze queue between two reads while no release is near (0: read
         every burst). Capture publishes ~30–60 bursts a second; waking for each costs more than
@@ -107,19 +109,20 @@ class Relay:
         heartbeat: float = 1.0,
         timeout: float = 1.0,
         status_interval: float = 10.0,
-        max_backlog: float = 2.0,
+        max_backlog: float | None = None,
         read_interval: float = 0.25,
         deployment_check: DeploymentCheck | None = None,
         context: zmq.Context | None = None,
     ) -> None:
-        self.max_backlog = check_seconds("max_backlog", max_backlog)
+        if not isinstance(session, Session):
+            raise TypeError(f"session must be a Session, got {type(session).__name__}")
+        default_backlog = session.config.chunk_reorder_window + _BACKLOG_BEYOND_CHUNK_WINDOW
+        self.max_backlog = check_seconds("max_backlog", default_backlog if max_backlog is None else max_backlog)
         self.read_interval = check_seconds("read_interval", read_interval, zero_ok=True)
         if self.read_interval >= self.max_backlog:
             raise ValueError(
                 f"read_interval ({read_interval!r} s) must be shorter than max_backlog ({max_backlog!r} s)"
             )
-        if not isinstance(session, Session):
-            raise TypeError(f"session must be a Session, got {type(session).__name__}")
         self.session = session
         self.remote = remote
         self.host = urlsplit(remote).hostname or "127.0.0.1"
