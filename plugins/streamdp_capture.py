@@ -243,9 +243,11 @@ class StreamDP(Plugin):
         if not isinstance(timebase, (int, float)):
             return False
         seen, self._timebase_seen = self._timebase_seen, float(timebase)
-        if seen is None:
+        if seen is None or not clock_jumped(seen, float(timebase), threshold=self.session.config.reorder_window):
             return False
-        return clock_jumped(seen, float(timebase), threshold=self.session.config.reorder_window)
+        # Pupil time is the monotonic clock less the timebase: it moved by the timebase's change, negated
+        logger.info("streamdp: Pupil time jumped by %+.3f s (T or Time Sync): new segment", seen - float(timebase))
+        return True
 
     def _status_due(self, now: float) -> None:
         """The owner's status every ``status_interval`` seconds of Pupil time (on the loopback

@@ -80,7 +80,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="streamdp's own Pupil Remote, as the relay's --pupil-remote "
         "(checked: it must not be Capture's; default: none)",
     )
-    p.add_argument("--json", action="store_true", help="one JSON object: verdict, exit_code, findings, firewall")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: verdict, exit_code, private, findings, firewall_commands, platform",
+    )
     add_config_file_option(p)
     add_config_options(p, READS)
     p.set_defaults(handler=run)
