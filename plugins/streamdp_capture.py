@@ -238,15 +238,14 @@ class StreamDP(Plugin):
     def _clock_was_set(self) -> bool:
         """Whether Pupil time (monotonic clock - ``g_pool.timebase``) jumped since the last look
         by more than the reorder window: ``T`` or Time Sync's jump, forwards or backwards. Time
-        Sync's slews (≤ 0.5 ms a step) continue the session and its public grid."""
+        Sync's slews (≤ 0.5 ms a step) continue the session and its public grid; a jump is logged."""
         timebase = getattr(getattr(self.g_pool, "timebase", None), "value", None)
         if not isinstance(timebase, (int, float)):
             return False
         seen, self._timebase_seen = self._timebase_seen, float(timebase)
         if seen is None or not clock_jumped(seen, float(timebase), threshold=self.session.config.reorder_window):
             return False
-        # Pupil time is the monotonic clock less the timebase: it moved by the timebase's change, negated
-        logger.info("streamdp: Pupil time jumped by %+.3f s (T or Time Sync): new segment", seen - float(timebase))
+        logger.info("streamdp: Pupil time jumped by %+.3f s (T or Time Sync): new segment", seen - timebase)
         return True
 
     def _status_due(self, now: float) -> None:
@@ -349,7 +348,8 @@ class StreamDP(Plugin):
         self.menu.append(self._verdict_text)
         self.menu.append(ui.Button("Pupil Remote on 127.0.0.1 only", self.restrict_pupil_remote))
         self.menu.append(ui.Slider("epsilon", self, min=1.0, max=500.0, label="ε per chunk (all features)"))
-        self.menu.append(ui.Selector("chunk_length", self, selection=[32, 64, 128], label="Chunk length"))
+        lengths = sorted({16, 32, 64, 128, 256, int(self._settings["chunk_length"])})  # pyglui: a value outside crashes
+        self.menu.append(ui.Selector("chunk_length", self, selection=lengths, label="Chunk length"))
         self.menu.append(ui.Selector("mechanism", self, selection=list(MECHANISMS), label="Mechanism"))
         self.menu.append(ui.Text_Input("status", self, label="Status", setter=lambda _: None))
 

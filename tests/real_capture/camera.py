@@ -134,7 +134,7 @@ def main() -> None:
 
     def ask(command: str) -> str:
         req.send_string(command)
-        if not req.poll(10_000):
+        if not req.poll(60_000):  # Capture's world process may be busy starting plugins
             raise SystemExit(f"camera: Pupil Remote at {remote} did not answer {command!r}")
         return req.recv_string()
 

@@ -90,6 +90,11 @@ class Selector(_Synced):
         super().__init__(attribute_name, attribute_context, label=label, setter=setter, getter=getter)
         self.selection = list(selection or [])
         self.labels = labels or [str(s) for s in self.selection]
+        # as pyglui's Selector syncs its value at construction (ui_elements.pxi, _on_change): a
+        # value outside the selection raises, and Capture's world process crashes on it
+        value = getattr(attribute_context, attribute_name, None) if getter is None else getter()
+        if selection_getter is None and value not in self.selection:
+            raise ValueError(f"Synced value '{value}' is not part of selection.")
 
 
 class Button:

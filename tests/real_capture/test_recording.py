@@ -1,0 +1,65 @@
+"""What the real Capture records with the plugin on (``R``/``r`` over Pupil Remote): the chunks in
+``streamdp.pldata``, as the plugin's endpoint published them; and ``streamdp replay`` of the
+recording's own ``gaze.pldata`` gives the same chunks (seeded on both sides, so the noise is the
+same: the same gaze, ordered live with an eye lagging, makes the same releases offline)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import msgpack
+import numpy as np
+import pytest
+
+from streamdp.readers import iter_pldata
+
+from .harness import StreamdpListener
+from .test_host_events import wait_for
+from .test_lagging_eyes import PLUGIN, install_plugin, start_plugin
+
+pytestmark = pytest.mark.real_capture
+
+SEED = 41
+SMALL = {"chunk_length": 8, "window": 8.0, "step": 0.5}
+
+
+def test_the_recording_holds_the_chunks_and_its_gaze_replays_to_the_same_chunks(capture, tmp_path):
+    install_plugin(capture)
+    capture.launch()
+    assert capture.remote is not None
+    # the plugin and the recording both start before the first gaze: they see the same stream
+    start_plugin(capture, seed=SEED, publish_reproducible_noise_not_private=True, **SMALL)
+    app = StreamdpListener(*PLUGIN, capture.context)
+    try:
+        capture.remote.ask("R streamdp-real-capture")
+        capture.play(eye_lag=1.3)
+        wait_for(lambda: len(app.chunks) >= 12, 180, "12 chunks")
+        capture.stop_eyes()
+        time.sleep(5.0)  # the last chunk's public time (2.05 s after its last step) passes
+        capture.remote.ask("r")
+        time.sleep(3.0)  # the recorder writes its files
+    finally:
+        app.stop()
+    folder = max(capture.recordings.rglob("streamdp.pldata"), key=lambda p: p.stat().st_mtime).parent
+    recorded = [d for _, d in iter_pldata(folder / "streamdp.pldata")]
+    assert len(recorded) >= 12
+    published = {float(c["t"][0]): c for c in app.chunks}
+    for datum in recorded:  # byte for byte what the endpoint published
+        sent = published[float(datum["t"][0])]
+        assert datum["values"] == sent["values"] and datum["ledger"] == sent["ledger"]
+    out = tmp_path / "replayed"
+    subprocess.run(
+        [sys.executable, "-m", "streamdp.cli", "replay", str(folder), "--out", str(out), "--seed", str(SEED),
+         "--chunk-length", "8", "--window", "8", "--step", "0.5", "--jobs", "1", "-q"],
+        check=True, timeout=300,
+    )  # fmt: skip
+    with open(next(out.glob("*.msgpack")), "rb") as f:
+        replayed = list(msgpack.Unpacker(f, raw=False))
+    # the live session's chunks are the replay's, from the first on (the replay may finish one
+    # more at the end of the file)
+    assert len(replayed) >= len(recorded)
+    for live, offline in zip(recorded, replayed, strict=False):
+        np.testing.assert_array_equal(live["t"], offline["t"])
+        np.testing.assert_array_equal(live["values"], offline["values"])
