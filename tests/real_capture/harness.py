@@ -18,6 +18,7 @@ Capture is stopped with ``launcher_process.should_stop`` and then its process gr
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -376,7 +377,7 @@ class RealCapture:
     def log_problems(self, name: str = "streamdp") -> list[str]:
         """Capture's log lines at WARNING or above that name ``name``."""
         text = self.capture_log.read_text(errors="replace") if self.capture_log.exists() else ""
-        return [line for line in text.splitlines() if name in line and (" WARNING " in line or " ERROR " in line)]
+        return [line for line in text.splitlines() if name in line and ("[WARNING]" in line or "[ERROR]" in line)]
 
 
 def end_group(process: subprocess.Popen[Any], timeout: float = 10.0) -> None:
@@ -446,3 +447,35 @@ class StreamdpListener:
     @property
     def last_status(self) -> dict[str, Any]:
         return self.statuses[-1] if self.statuses else {}
+
+
+def doctor(capture: RealCapture, *options: str) -> tuple[int, dict[str, Any]]:
+    """``streamdp doctor --json`` on this Capture: its exit code and report."""
+    out = subprocess.run(
+        [sys.executable, "-m", "streamdp.cli", "doctor", "--remote", capture.address, "--timeout", "5", "--json",
+         *options],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return out.returncode, json.loads(out.stdout)
+
+
+def make_private(capture: RealCapture) -> None:
+    """The documented private setup (docs/threat-model.md): Pupil Remote restarted on loopback as
+    the plugin's button has Capture do it, then the backbone closed with the nftables commands
+    the doctor prints (this namespace's firewall; ``nft delete table inet streamdp_capture``
+    undoes it)."""
+    from streamdp.capture.watch import pupil_remote_to_loopback
+
+    assert capture.remote is not None
+    capture.remote.notify(pupil_remote_to_loopback([]))
+    capture.remote.close()
+    capture.remote = Remote(capture.address, capture.context)
+    if capture.remote.ask("v") != "3.6.0":
+        raise RuntimeError("Pupil Remote did not come back on loopback")
+    _, report = doctor(capture)
+    commands = [c.removeprefix("sudo ") for c in report["firewall_commands"] if c.startswith("sudo nft ")]
+    if not commands:
+        raise RuntimeError(f"the doctor printed no nftables commands: {report['firewall_commands']}")
+    subprocess.run(["nft", "delete", "table", "inet", "streamdp_capture"], capture_output=True)
+    for command in commands:
+        subprocess.run(["bash", "-c", command], check=True, timeout=30)

@@ -1,11 +1,10 @@
 """What the real host does to a running session: Capture's ``T`` moving its clock forward and
 back, an eye process stopped and started again, Capture itself restarted. The relay and the
 plugin keep going through all of it, tell each event in one line, and release nothing out of
-its public order (each segment's chunks in the order of its grid)."""
+its public order (no slot of the grid released twice)."""
 
 from __future__ import annotations
 
-import itertools
 import time
 
 import pytest
@@ -23,13 +22,6 @@ def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-u
     while not predicate():
         assert time.monotonic() < deadline, f"{what} within {timeout:g} s"
         time.sleep(0.2)
-
-
-def segments_in_order(chunks: list[dict]) -> int:
-    """How many runs of chunks in the order of their grid (a chunk earlier than the one before
-    starts another: a clock set back)."""
-    firsts = [float(c["t"][0]) for c in chunks]
-    return 1 + sum(b < a for a, b in itertools.pairwise(firsts))
 
 
 def test_clock_jumps_an_eye_restart_and_a_capture_restart_are_survived_and_told(capture: RealCapture):
@@ -78,7 +70,11 @@ def test_clock_jumps_an_eye_restart_and_a_capture_restart_are_survived_and_told(
     assert err.count("Pupil time jumped by") == 2, err[-3000:]
     assert "Pupil Capture restarted" in err or "reconnecting" in err, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
-    assert segments_in_order(relay_app.chunks) == 2  # T +100 moves on; T −100 starts a grid behind
-    log = capture.capture_log.with_suffix(".log.1").read_text(errors="replace")
-    assert log.count("streamdp: Pupil time jumped by") >= 2
-    assert capture.log_problems("streamdp") == []
+    for app in (relay_app, plugin_app):  # each slot of the public grid released once at most
+        firsts = [round(float(c["t"][0]) * 2) for c in app.chunks]
+        assert len(firsts) == len(set(firsts))
+    # the plugin: both jumps were new segments before Capture restarted
+    assert max(s["restarts"] for s in plugin_app.statuses) >= 2
+    # a restarted Capture's new backbone ports are open (no firewall here): the plugin's privacy
+    # check warns of them, by design; nothing else
+    assert [line for line in capture.log_problems("streamdp") if "[ERROR]" in line] == []
