@@ -58,9 +58,10 @@ def test_the_recording_holds_the_chunks_and_its_gaze_replays_to_the_same_chunks(
     )  # fmt: skip
     with open(next(out.glob("*.msgpack")), "rb") as f:
         replayed = list(msgpack.Unpacker(f, raw=False))
-    # the live session's chunks are the replay's, from the first on (the replay may finish one
-    # more at the end of the file)
-    assert len(replayed) >= len(recorded)
+    # the live session's chunks are the replay's, from the first on; at the end the live session
+    # releases the chunk the gaze stopped in at its public time (the world camera runs on), where
+    # the replay ends with the file's last gaze and drops that partial chunk
+    assert len(replayed) >= len(recorded) - 1 >= 11
     for live, offline in zip(recorded, replayed, strict=False):
         np.testing.assert_array_equal(live["t"], offline["t"])
         np.testing.assert_array_equal(live["values"], offline["values"])
