@@ -255,7 +255,7 @@ def test_release_latency_under_capture_bursts(benchmark):
     in test_bench_privacy).
 
     A release is computed when the ordered gaze passes its last step and held until its public
-    deadline ``t[-1] + reorder_window + deadline_slack``; the datum that makes it due is the
+    deadline ``t[-1] + chunk_reorder_window + deadline_slack``; the datum that makes it due is the
     first gaze message (in send order) whose running newest timestamp reaches that deadline.
     Latency runs from the relay's receipt of that message to the app's receipt of the release.
     Checked per release, against the stream as sent (not the session's bookkeeping): the gaze
@@ -278,7 +278,7 @@ def test_release_latency_under_capture_bursts(benchmark):
     relay = _TimedRelay(Session(config, sinks=[sink]), remote=capture.remote)
     relay._connect()
     time.sleep(0.5)
-    hold = config.reorder_window + config.deadline_slack
+    hold = config.chunk_hold
 
     def run():
         capture.go()
@@ -330,7 +330,7 @@ def test_release_latency_under_capture_bursts(benchmark):
         f"{_fmt(sent_lat)}; messages decoded after the due one before publishing: median "
         f"{np.median(read_after):g}, max {max(read_after)}; targets p50 <= 0.5, p99 <= 2; every release "
         f"published at or after its public deadline; holds by configuration: reorder "
-        f"{config.reorder_window * 1000:.0f} ms + slack {config.deadline_slack * 1000:.0f} ms)",
+        f"{config.chunk_reorder_window * 1000:.0f} ms + slack {config.deadline_slack * 1000:.0f} ms)",
     )
     assert released >= LATENCY_RELEASES and n >= 500
 
