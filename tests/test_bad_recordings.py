@@ -20,6 +20,7 @@ import pytest
 
 from streamdp import InputError
 from streamdp.readers import read_recording
+from streamdp.readers._checks import PLDATA_REORDER_TOLERANCE
 
 from .conftest import shared
 from .test_readers import _datum, _neon_cloud, _write_pldata, _write_recording
@@ -250,7 +251,7 @@ def _mapped(tmp: Path, stamps: list[float]) -> Path:
 
 _STEADY = [100.0 + i / 120 for i in range(300)]
 # datum 150 lies 1.5 s behind datum 149: more than Capture's interleaving
-_JUMP_BACK = [*_STEADY[:150], _STEADY[149] - 1.5, *_STEADY[151:]]
+_JUMP_BACK = [*_STEADY[:150], _STEADY[149] - PLDATA_REORDER_TOLERANCE - 0.5, *_STEADY[151:]]
 
 BACKWARDS = [
     pytest.param(
@@ -275,7 +276,7 @@ BACKWARDS = [
     ),
     pytest.param(
         lambda tmp: _pldata(tmp, _JUMP_BACK),
-        ("gaze.pldata", "datum 150", "more than the 1 s"), id="pldata-beyond-tolerance",
+        ("gaze.pldata", "datum 150", "more than the 3 s"), id="pldata-beyond-tolerance",
     ),
     pytest.param(
         lambda tmp: _mapped(tmp, _JUMP_BACK),

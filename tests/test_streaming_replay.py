@@ -19,7 +19,7 @@ from streamdp.offline.streaming import check_streamable, streamable
 from streamdp.privacy.ledger_store import LedgerStore
 from streamdp.pupil_wire import capture_datums
 from streamdp.readers import iter_pldata, read_pldata_gaze
-from streamdp.readers._checks import check_sampling_rate
+from streamdp.readers._checks import PLDATA_REORDER_TOLERANCE, check_sampling_rate
 from streamdp.readers.pldata_order import NotStreamable, OrderedPldataGaze, _StepCounts
 from streamdp.synthetic import generate
 from tests.conftest import shared
@@ -144,7 +144,7 @@ def _with_late_datum(src: Path, folder: Path, behind: float) -> Path:
 
 
 def test_datum_farther_back_than_the_tolerance_refused_as_when_read_whole(ten_minutes, tmp_path):
-    folder = _with_late_datum(ten_minutes, tmp_path / "late", behind=1.5)
+    folder = _with_late_datum(ten_minutes, tmp_path / "late", behind=PLDATA_REORDER_TOLERANCE + 0.5)
     gaze = OrderedPldataGaze(folder / "gaze.pldata")
     with pytest.raises(NotStreamable):
         for _ in gaze:
@@ -162,13 +162,13 @@ def test_datum_farther_back_than_the_tolerance_refused_as_when_read_whole(ten_mi
 
 
 def test_datum_within_the_tolerance_sorted(ten_minutes, tmp_path):
-    folder = _with_late_datum(ten_minutes, tmp_path / "late", behind=0.9)
+    folder = _with_late_datum(ten_minutes, tmp_path / "late", behind=PLDATA_REORDER_TOLERANCE - 0.1)
     whole = GazeColumns.from_batch(read_pldata_gaze(folder / "gaze.pldata"))
     assert_same_columns(ordered(folder / "gaze.pldata"), whole)
 
 
 def test_refused_recording_charges_no_durable_budget(ten_minutes, tmp_path):
-    folder = _with_late_datum(ten_minutes, tmp_path / "late", behind=1.5)
+    folder = _with_late_datum(ten_minutes, tmp_path / "late", behind=PLDATA_REORDER_TOLERANCE + 0.5)
     source = streamable(folder)
     assert source is not None and not check_streamable(source)
     ledgers = str(tmp_path / "ledgers")
