@@ -469,9 +469,18 @@ def make_private(capture: RealCapture) -> None:
     assert capture.remote is not None
     capture.remote.notify(pupil_remote_to_loopback([]))
     capture.remote.close()
-    capture.remote = Remote(capture.address, capture.context)
-    if capture.remote.ask("v") != "3.6.0":
-        raise RuntimeError("Pupil Remote did not come back on loopback")
+    # a request that reaches the old server as it stops is never answered: ask again (each
+    # timeout opens a new REQ socket) until the new one answers
+    capture.remote = Remote(capture.address, capture.context, timeout=3.0)
+    for _ in range(10):
+        try:
+            if capture.remote.ask("v") == "3.6.0":
+                break
+        except TimeoutError:
+            continue
+    else:
+        raise RuntimeError("Pupil Remote did not come back on loopback within 30 s")
+    capture.remote.timeout = 10.0
     _, report = doctor(capture)
     commands = [c.removeprefix("sudo ") for c in report["firewall_commands"] if c.startswith("sudo nft ")]
     if not commands:

