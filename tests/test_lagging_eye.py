@@ -37,7 +37,9 @@ def _lagging(seconds: float, max_lag: float, seed: int) -> tuple[GazeColumns, np
     start = t[0] + 5.0
     while start < t[-1] - 10.0:
         lagging, grow = int(rng.integers(0, 2)), rng.uniform(2.0, 6.0)  # which eye, s of falling behind
-        drain = grow / 4  # it catches up faster than it fell behind
+        # it catches up faster than it fell behind, its own gaze still in order (lag falling
+        # at most 0.75 s a second)
+        drain = max(grow / 4, max_lag / 0.75)
         episode = (t >= start) & (t < start + grow + drain)
         since = t[episode] - start
         lag = np.where(since < grow, since / grow, 1 - (since - grow) / drain) * max_lag
