@@ -1,6 +1,6 @@
 """Synthetic eye and world cameras for the real Capture, of our own making.
 
-Run by Capture's own Python (it has OpenCV): ``python camera.py PUPIL_REMOTE EYE_RATE``. Each
+Run by Capture's own Python (it has OpenCV): ``python camera.py PUPIL_REMOTE EYE_RATE EYE_LAG``. Each
 camera streams its frames into Capture through ``HMD_Streaming_Source`` (the source hmd-eyes
 streams a VR scene with) on topics ``hmd_streaming.eye0``/``eye1``/``world``, each frame stamped
 with Capture's clock when it is taken, as a camera stamps its frames. An eye process that is

@@ -397,19 +397,6 @@ def end_group(process: subprocess.Popen[Any], timeout: float = 10.0) -> None:
             pass
 
 
-class Load:
-    """``n`` busy processes in a group of their own: a headset PC busy with a VR scene."""
-
-    def __init__(self, n: int) -> None:
-        self._procs = [
-            subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(n)
-        ]
-
-    def stop(self) -> None:
-        for p in self._procs:
-            end_group(p, timeout=5.0)
-
-
 class StreamdpListener:
     """Collects what a streamdp endpoint publishes (its chunks) and its owner's status socket
     says (counters), in a thread of its own, as an app and the device owner would."""
