@@ -57,6 +57,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default=0,
         help="messages the backbone queues per subscriber before dropping (Capture: 1000; default: 0, unlimited)",
     )
+    p.add_argument(
+        "--eye-lag",
+        type=NON_NEGATIVE,
+        default=0.0,
+        metavar="SECONDS",
+        help="now and then one eye process falls behind by up to this much, as on a loaded machine: its gaze "
+        "arrives late as monocular gaze, the other eye's on time (the real Capture under load: 1.3; default: 0, none)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -81,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         loop=args.loop,
         wait_for_subscriber=not args.no_wait,
         hwm=args.hwm,
+        eye_lag=args.eye_lag,
     )
     done = threading.Event()
     on_stop_signals(done.set)

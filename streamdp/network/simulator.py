@@ -8,9 +8,8 @@ What it serves, as Capture does (DESIGN.md §2):
   ``stop_plugin`` naming ``NetworkApiPlugin``), announced only by Capture's log records.
 - **The world process** (:mod:`streamdp.network.simulated_world`): Capture's reactions to
   calibration, recording and eye-process notifications; :attr:`CaptureSimulator.world` records them.
-- **Binding**: Capture binds Pupil Remote on ``*`` and its backbone on ``tcp://*:*`` (every
-  interface); the simulator binds loopback unless given ``remote_host="*"``, ``backbone_host="*"``:
-  it serves real recordings and runs in tests, so exposing them to the network is asked for.
+- **Binding**: Capture binds every interface (``*``); the simulator binds loopback unless given
+  ``remote_host="*"``, ``backbone_host="*"`` (exposing recordings to the network is asked for).
 - **The IPC backbone**: an XSUB socket apps publish into (``PUB_PORT``) and an XPUB socket apps
   subscribe to (``SUB_PORT``), with everything published forwarded to the subscribers.
 - **Datums** with Capture's topics, field names and types, encoded by
@@ -21,18 +20,15 @@ What it serves, as Capture does (DESIGN.md §2):
 - **Capture's untidiness**, by default (``tidy=True`` sends every datum once, in time order):
   gaze in ~30 Hz world-frame bursts, monocular gaze up to ~90 ms behind binocular gaze already
   sent, blink onsets and offsets re-published every frame while the detector's filter fires
-  (:func:`streamdp.pupil_wire.capture_datums`).
+  (:func:`streamdp.pupil_wire.capture_datums`). With ``eye_lag`` (s), one eye process at a time
+  falls behind now and then, as the real Capture v3.6 on 2 busy cores (up to 1.3 s).
 
-Pacing: ``speed=1`` plays at real time, ``speed=10`` ten times faster, ``speed=0`` as fast as the
-sockets take it (for tests and the demo). Pupil time (``t``) is the data's: it stands at the first
-datum's time until playback starts, then runs from each datum's time as it leaves, at ``speed`` (at
-real time with ``speed=0`` and after the stream), so a relay that maps its clock to ``t`` sees the
-data arrive on time.
+Pacing: ``speed=1`` real time, ``speed=10`` ten times faster, ``speed=0`` as fast as the sockets
+take it. Pupil time (``t``) is the data's: the first datum's time until playback starts, then each
+datum's time as it leaves, running on at ``speed`` (real time with ``speed=0``, after the stream).
 
-Delivery, by default as Capture's: the backbone's high-water mark is ZeroMQ's default 1000 (a
-subscriber that stalls loses messages) and playback starts at once, whoever listens. A test or a
-demo that needs every datum asks for ``hwm=0`` (unlimited) and ``wait_for_subscriber=True``
-(nothing is published before someone subscribes to gaze: no loss to ZeroMQ's slow joiner).
+Delivery, as Capture's by default: high-water mark 1000 (a stalled subscriber loses messages),
+playback at once. ``hwm=0`` and ``wait_for_subscriber=True`` deliver every datum (tests, demos).
 """
 
 from __future__ import annotations
@@ -50,6 +46,7 @@ import zmq
 
 from ..gaze import Recording
 from ..pupil_wire import capture_datums, encode, recording_datums
+from ..pupil_wire.encode import checked_eye_lag
 from .binding import bind
 from .simulated_remote import PUPIL_VERSION, PupilRemoteServer, bind_retrying
 from .simulated_world import SimulatedWorld
@@ -107,12 +104,15 @@ class CaptureSimulator:
         Seconds added to every timestamp.
     tidy : bool
         Every datum once, in time order, instead of Capture's untidiness.
+    eye_lag : float
+        The most (s) an eye process falls behind now and then, one eye at a time, with
+        ``tidy=False`` (:func:`streamdp.pupil_wire.capture_datums`); 0 (default): never.
 
     Raises
     ------
     TypeError, ValueError
         ``remote_port`` is not a port number 0–65535 (0: any free port), ``speed`` is negative,
-        ``hwm`` is not an int ≥ 0.
+        ``hwm`` is not an int ≥ 0, ``eye_lag`` is not a finite number ≥ 0.
 
     Examples
     --------
@@ -140,6 +140,7 @@ class CaptureSimulator:
         loop: bool = False,
         time_shift: float = 0.0,
         tidy: bool = False,
+        eye_lag: float = 0.0,
         context: zmq.Context | None = None,
     ) -> None:
         if speed < 0:
@@ -152,6 +153,7 @@ class CaptureSimulator:
             raise TypeError(f"remote_port must be an int, got {remote_port!r}")
         if not 0 <= remote_port <= 65535:
             raise ValueError(f"remote_port must be a port number 0–65535 (0: any free port), got {remote_port!r}")
+        self.eye_lag = checked_eye_lag(eye_lag)
         self.recording = recording
         self.host = host
         self.remote_host = host if remote_host is None else remote_host
@@ -192,8 +194,7 @@ class CaptureSimulator:
 
     @property
     def remote_address(self) -> str:
-        """Where a local app connects to Pupil Remote (``127.0.0.1`` when bound on every interface,
-        as Capture's menu says "Connect locally")."""
+        """Where a local app connects to Pupil Remote (``127.0.0.1`` if bound on every interface)."""
         host = self._remote.host if self._remote is not None else self.remote_host
         return f"tcp://{'127.0.0.1' if host in ('*', '0.0.0.0') else host}:{self.ports.remote}"
 
@@ -357,8 +358,7 @@ class CaptureSimulator:
                 self._play(push)
                 if not self.loop or self._stop.is_set():
                     break
-                # the next pass continues the clock a second after the last: Pupil time never
-                # runs backwards on its own, nor ahead of the data
+                # the next pass continues the clock a second after the last, never back
                 with self._clock_lock:
                     self._shift += float(self.recording.gaze.duration) + 1.0
                 if self.speed > 0 and self._stop.wait(1.0 / self.speed):
@@ -375,7 +375,8 @@ class CaptureSimulator:
         if self.tidy:
             sent = ((d["timestamp"], d) for d in recording_datums(self.recording))
         else:
-            sent = capture_datums(self.recording)
+            # a lagging eye's datums leave out of timestamp order: pacing follows `at`
+            sent = capture_datums(self.recording, eye_lag=self.eye_lag)
         for at, datum in sent:
             if self._stop.is_set():
                 return
@@ -385,8 +386,7 @@ class CaptureSimulator:
                     return
             with self._clock_lock:
                 shift = self._shift  # read per datum: `T <time>` applies from the next one on
-                # Capture's clock never runs back on its own: a datum leaving late (within a
-                # burst, or behind schedule) does not pull it back
+                # Capture's clock never runs back on its own: a datum leaving late does not pull it
                 leaves = at + shift if not self._playing else max(at + shift, self._now())
                 self._pupil_time, self._pupil_wall = leaves, time.monotonic()
                 self._playing = True

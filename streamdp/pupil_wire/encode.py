@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -90,8 +91,43 @@ def recording_datums(recording: Recording) -> Iterator[dict[str, Any]]:
         yield from base
 
 
+def checked_eye_lag(eye_lag: object) -> float:
+    """``eye_lag`` as a float, refused unless a finite real ≥ 0."""
+    if isinstance(eye_lag, bool) or not isinstance(eye_lag, numbers.Real):
+        raise TypeError(f"eye_lag must be a real number of seconds ≥ 0, got {eye_lag!r}")
+    value = float(eye_lag)
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError(f"eye_lag must be a finite number of seconds ≥ 0 (0: no eye falls behind), got {eye_lag!r}")
+    return value
+
+
+def _eye_lag_episodes(t: np.ndarray, eye_lag: float, rng: np.random.Generator) -> tuple[list[int], list[float]]:
+    """Per sample, the eye whose process has fallen behind (-1: none) and by how much (s).
+
+    Episodes are drawn from ``rng``: after a gap of 3–8 s one eye (either, per episode) falls
+    behind, its lag growing linearly to ``eye_lag`` over 2–6 s (a process that runs slower than
+    its camera: at most 0.65 s of lag per s) and draining faster (at most 0.75 s per s, a process
+    catching up at up to four times its camera's rate), so that the lagging eye's datums still
+    leave in order among themselves."""
+    lagging = np.full(len(t), -1, dtype=np.int64)
+    lag = np.zeros(len(t))
+    if not len(t):
+        return lagging.tolist(), lag.tolist()
+    start, end = float(t[0]) + rng.uniform(3.0, 8.0), float(t[-1])
+    while start < end:
+        eye = int(rng.integers(0, 2))
+        grow = max(rng.uniform(2.0, 6.0), eye_lag / 0.65)
+        drain = max(grow / 4.0, eye_lag / 0.75)
+        lo, hi = np.searchsorted(t, [start, start + grow + drain], side="left")
+        since = t[lo:hi] - start
+        lagging[lo:hi] = eye
+        lag[lo:hi] = np.where(since < grow, since / grow, 1.0 - (since - grow) / drain) * eye_lag
+        start += grow + drain + rng.uniform(3.0, 8.0)
+    return lagging.tolist(), lag.tolist()
+
+
 def capture_datums(
-    recording: Recording, *, monocular_share: float = 0.15, seed: int = 0
+    recording: Recording, *, monocular_share: float = 0.15, seed: int = 0, eye_lag: float = 0.0
 ) -> Iterator[tuple[float, dict[str, Any]]]:
     """The recording's datums as Capture publishes them, each with the Pupil time it leaves:
     gaze in one burst per world frame (:data:`WORLD_FPS`); monocular gaze (the recording's own,
@@ -101,6 +137,19 @@ def capture_datums(
     middle of its :data:`BLINK_HISTORY`, the first onset at the blink's start and the last offset
     at its end. Deterministic for a given ``seed``.
 
+    With ``eye_lag`` > 0 (s), an eye process falls behind now and then, as on a loaded machine:
+    in episodes (one eye each, drawn from ``seed``; a gap of 3–8 s between them) its lag grows
+    linearly to ``eye_lag`` over a few seconds, then drains faster. Meanwhile the matcher pairs
+    nothing: binocular samples go out as monocular gaze of alternating eyes, the lagging eye's
+    (the gaze with its pupil datum) at the first world frame after ``t + lag``, in order among
+    themselves, the other eye's as the matcher holds monocular gaze (up to
+    :data:`MATCHER_LATENESS`). ``eye_lag=0`` sends what it always did.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``eye_lag`` is not a finite real number ≥ 0 (when called, before anything is sent).
+
     Examples
     --------
     >>> from streamdp.synthetic import generate
@@ -109,6 +158,12 @@ def capture_datums(
     >>> times == sorted(times), len(set(times)) <= 2.0 * WORLD_FPS + 2
     (True, True)
     """
+    return _capture_datums(recording, monocular_share, seed, checked_eye_lag(eye_lag))
+
+
+def _capture_datums(
+    recording: Recording, monocular_share: float, seed: int, eye_lag: float
+) -> Iterator[tuple[float, dict[str, Any]]]:
     g = recording.gaze
     if not len(g):
         return
@@ -120,6 +175,8 @@ def capture_datums(
     rng = np.random.default_rng(seed)
     unmatched = (rng.random(len(g)) < monocular_share).tolist()
     lag = rng.uniform(0.0, MATCHER_LATENESS - frame, len(g)).tolist()
+    # drawn after the rest: eye_lag=0 sends what it always did
+    lagging_eye, lag_behind = _eye_lag_episodes(np.asarray(g.t, dtype=float), eye_lag, rng) if eye_lag > 0 else ([], [])
     # (leaves at, monocular last within a burst, sequence, datums)
     queue: list[tuple[float, int, int, list[dict[str, Any]]]] = []
     if recording.blinks is not None:
@@ -141,11 +198,17 @@ def capture_datums(
         if not valid:
             continue
         binocular = eye in (BINOCULAR, UNKNOWN_EYE)
-        eyes = ((i % 2,) if unmatched[i] else (0, 1)) if binocular else (int(eye),)
+        lagging = lagging_eye[i] if lagging_eye else -1
+        # while an eye process lags, the matcher finds no partner for anything
+        eyes = ((i % 2,) if unmatched[i] or lagging >= 0 else (0, 1)) if binocular else (int(eye),)
         late = len(eyes) == 1
         base = [pupil_datum(e, t, c, x, y, d, unit) for e in eyes]
         datums = [gaze_datum(t, x, y, c, eyes, base, unit), *base]
-        heapq.heappush(queue, (leaves(t + lag[i] if late else t), int(late), seq, datums))
+        if late and eyes[0] == lagging:  # mapped as soon as its pupil datum reaches the world process
+            at = leaves(t + lag_behind[i])
+        else:
+            at = leaves(t + lag[i] if late else t)
+        heapq.heappush(queue, (at, int(late), seq, datums))
         seq += 1
     while queue:
         at, _, _, datums = heapq.heappop(queue)
