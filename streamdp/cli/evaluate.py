@@ -15,7 +15,8 @@ is refused, naming the recordings. The output folder appears whole at the end, o
 existing one is refused unless ``--overwrite``.
 
 ``--channel gaze`` evaluates the real-time gaze channel instead (:mod:`streamdp.cli.evaluate_gaze`):
-its mechanisms × ε per tick × w on synthetic people, with options of its own.
+its mechanisms × ε per tick × w on synthetic people, or on a ``--manifest``'s recordings, with options
+of its own.
 
 Either evaluation estimates its cost (grid points × seeds × recordings, and the synthetic people to
 make) before any work: refused beyond the machine's memory, announced over a minute, its progress
@@ -54,8 +55,9 @@ DEFAULT_CHUNK_LENGTHS = (32,)
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(SessionConfig)}
 
 #: the configuration fields it reads: the privacy and features groups, but a durable ledger's (an
-#: evaluation charges no one's budget); the seed is its own option (of the noise and the people)
-READS = reads("privacy", "features", but=("identity", "ledger_dir"))
+#: evaluation charges no one's budget); the seed is its own option (of the noise and the people);
+#: and the gaze channel's tick rate (--channel gaze: a manifest's recordings must feed it)
+READS = reads("privacy", "features", but=("identity", "ledger_dir"), plus=("gaze_rate",))
 
 
 def grid_axis(

@@ -1,5 +1,7 @@
 """``streamdp evaluate --channel gaze``: the real-time gaze channel's mechanisms × ε per tick × w on
-synthetic people: angular error, dwell selection, pursuit and re-identification, as released and
+synthetic people (angular error, dwell selection, pursuit and re-identification) or, with
+``--manifest``, on the manifest's recordings (angular error, re-identification of the participant
+and classification of the task: :mod:`streamdp.offline.gaze_manifest`), as released and
 after public post-processing filters (:mod:`streamdp.offline.evaluate_gaze`; needs the
 ``evaluate`` extra). The configuration gives the tick rate (``gaze_rate``), the scene camera, the
 confidence threshold and the feature settings; the grid comes from the options below. The output
@@ -9,6 +11,7 @@ folder appears whole at the end, or not at all.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..errors import StreamdpError
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
@@ -26,7 +29,6 @@ DEFAULT_GAZE_SEEDS = 2
 
 #: options of the features channel only: (destination, option, its default)
 _FEATURES_ONLY = (
-    ("manifest", "--manifest", None),
     ("mechanisms", "--mechanisms", None),
     ("epsilons", "--epsilons", None),
     ("chunk_lengths", "--chunk-lengths", None),
@@ -102,12 +104,38 @@ def check_channel_options(args: argparse.Namespace) -> None:
         for dest, option, default in _FEATURES_ONLY:
             if getattr(args, dest) != default:
                 raise StreamdpError(f"{option} applies to --channel features, not to the gaze channel")
-        if getattr(args, "csv_columns", None) is not None:
-            raise StreamdpError("--csv-columns reads the recordings of a --manifest: the gaze channel has none")
+        if getattr(args, "csv_columns", None) is not None and not args.manifest:
+            raise StreamdpError("--csv-columns reads the recordings of a --manifest; give one")
         return
     for dest, option in _GAZE_ONLY:
         if getattr(args, dest) is not None:
             raise StreamdpError(f"{option} applies to --channel gaze")
+
+
+def _synthetic_only(args: argparse.Namespace) -> None:
+    """Refuse, with a ``--manifest``, the options that shape the synthetic people."""
+    for dest, option in (("trials", "--trials"), ("pursuit_seconds", "--pursuit-seconds")):
+        if getattr(args, dest) is not None:
+            raise StreamdpError(f"{option} shapes the synthetic people's tasks: a --manifest has recordings of its own")
+
+
+def _manifest_study(args: argparse.Namespace, config: Any, reid: bool) -> tuple[Any, dict[str, Any]]:
+    """The manifest's recordings as a gaze study, and the study's parameters for evaluation.json."""
+    from ..offline.gaze_manifest import manifest_gaze_study
+    from .common import csv_layout
+
+    _synthetic_only(args)
+    study = manifest_gaze_study(args.manifest, config, layout=csv_layout(args, config), reid=reid)
+    seconds = [float(s.ticks.t[-1] - s.ticks.t[0]) if len(s.ticks) else 0.0 for s in study.streams]
+    tasks = sorted(set(study.task_of))
+    say(
+        f"gaze channel: {args.manifest}: {len(study.recordings)} recordings of {len(study.people)} participants"
+        + (f", tasks {' '.join(tasks)}" if tasks else ", one task (not classified)")
+        + f", {sum(seconds) / max(len(seconds), 1):.0f} s each on average"
+    )
+    params = {"manifest": str(args.manifest), "recordings": len(study.recordings), "people": len(study.people),
+              "tasks": tasks, "seconds": sum(seconds), "reid": reid}  # fmt: skip
+    return study, params
 
 
 def run_gaze(args: argparse.Namespace) -> int:
@@ -115,7 +143,8 @@ def run_gaze(args: argparse.Namespace) -> int:
 
     from ..offline.evaluate import default_workers
     from ..offline.evaluate_gaze import evaluate_gaze, gaze_grid
-    from ..offline.gaze_report import write_gaze_results
+    from ..offline.gaze_manifest_report import manifest_markdown
+    from ..offline.gaze_report import markdown, write_gaze_results
     from ..offline.gaze_study import check_filter, gaze_study
     from ..offline.results import check_output_folder, staged_folder
 
@@ -144,39 +173,49 @@ def run_gaze(args: argparse.Namespace) -> int:
     seed = config.seed if config.seed is not None else 0
     seeds = args.seeds or DEFAULT_GAZE_SEEDS
     reid = not args.no_reid
-    params = {
-        "people": args.people,
-        "seconds": args.seconds,
-        "trials": args.trials or 12,
-        "pursuit_s": args.pursuit_seconds or 20.0,
-        "reid": reid,
-    }
-    if reid and args.seconds < 70.0:
-        raise StreamdpError(
-            f"--seconds {args.seconds:g}: re-identification needs ≥ 70 s (two halves of a 30 s window "
-            "and more); give longer recordings or --no-reid"
-        )
     jobs = len(grid) * seeds
     parallel = min(args.workers or default_workers(), default_workers())
-    cost = gaze_evaluate_cost(jobs=jobs, people=args.people, seconds=args.seconds, reid=reid, parallel=parallel)
+    study = None
+    if args.manifest:
+        study, params = _manifest_study(args, config, reid)
+        people, seconds = max(len(study.people), 1), params["seconds"] / 2 / max(len(study.people), 1)
+    else:
+        params = {
+            "people": args.people,
+            "seconds": args.seconds,
+            "trials": args.trials or 12,
+            "pursuit_s": args.pursuit_seconds or 20.0,
+            "reid": reid,
+        }
+        if reid and args.seconds < 70.0:
+            raise StreamdpError(
+                f"--seconds {args.seconds:g}: re-identification needs ≥ 70 s (two halves of a 30 s window "
+                "and more); give longer recordings or --no-reid"
+            )
+        people, seconds = args.people, args.seconds
+    cost = gaze_evaluate_cost(jobs=jobs, people=people, seconds=seconds, reid=reid, parallel=parallel)
     long = preview(cost, "evaluate")
-    say(
-        f"gaze channel: {args.people} synthetic people (dwell {params['trials']} trials, pursuit "
-        f"{params['pursuit_s']:g} s"
-        + (f", reading and searching {args.seconds:g} s each)" if reid else ")")
-        + f", {len(grid)} points × {seeds} seeds, filters {' '.join(filters)}"
-    )
+    if study is None:
+        say(
+            f"gaze channel: {args.people} synthetic people (dwell {params['trials']} trials, pursuit "
+            f"{params['pursuit_s']:g} s"
+            + (f", reading and searching {args.seconds:g} s each)" if reid else ")")
+            + f", {len(grid)} points × {seeds} seeds, filters {' '.join(filters)}"
+        )
+    else:
+        say(f"{len(grid)} points × {seeds} seeds, filters {' '.join(filters)}")
     show = not args.quiet and not terminal_bar()  # on a terminal, the evaluation's own bar
     with Progress("evaluate", estimate=cost.seconds, show=show, delay=progress_after(long)):
-        study = gaze_study(
-            args.people,
-            args.seconds,
-            seed,
-            trials=params["trials"],
-            pursuit_s=params["pursuit_s"],
-            reid=reid,
-            config=config,
-        )
+        if study is None:
+            study = gaze_study(
+                args.people,
+                args.seconds,
+                seed,
+                trials=params["trials"],
+                pursuit_s=params["pursuit_s"],
+                reid=reid,
+                config=config,
+            )
         rows = evaluate_gaze(
             study,
             grid,
@@ -187,6 +226,7 @@ def run_gaze(args: argparse.Namespace) -> int:
             workers=args.workers or min(default_workers(), jobs),
             progress=not args.quiet,
         )
+    render = manifest_markdown if args.manifest else markdown
     meta = {
         **params,
         "seeds": seeds,
@@ -196,7 +236,7 @@ def run_gaze(args: argparse.Namespace) -> int:
         "fov_deg": list(study.fov_deg),
     }
     with staged_folder(out, overwrite=args.overwrite) as stage:
-        paths = [out / p.name for p in write_gaze_results(rows, stage.path, config, meta)]
+        paths = [out / p.name for p in write_gaze_results(rows, stage.path, study.config, meta, render)]
     print((out / "results.md").read_text())
     say("wrote " + ", ".join(str(p) for p in paths))
     return 0

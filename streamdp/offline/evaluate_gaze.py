@@ -5,14 +5,17 @@ For a grid of gaze mechanisms × ε per tick per degree (``ε_w/w``) × window `
 several noise seeds, on the people of :func:`~streamdp.offline.gaze_study.gaze_study`:
 
 - **angular error** of the released ticks from the raw ticks (median and 95th percentile, over
-  the ticks with gaze and over all ticks) of the dwell and pursuit tasks;
+  the ticks with gaze and over all ticks) of the dwell and pursuit tasks (a manifest's study,
+  which has neither: of all its recordings);
 - **dwell selection** on the 3 × 3 grid (1 s dwell, 7.5° cells): the fraction of trials whose
   first selection is the intended target, and the mean time to it;
 - **smooth pursuit**: the error from the moving target (median, 95th percentile);
 - **re-identification**: the 52 features an attacker computes from the released stream of each
   reading and search recording (:func:`~streamdp.offline.gaze_study.ticks_recording`), the first
   half training and the second testing, each half's features from that half alone; k-NN, SVM,
-  tree and forest (:mod:`streamdp.offline.classify`), per sample and voted per recording.
+  tree and forest (:mod:`streamdp.offline.classify`), per sample and voted per recording;
+- **task**: with task labels (a manifest's study, :mod:`streamdp.offline.gaze_manifest`), the
+  same features classify each recording's task, leaving one participant out.
 
 Every measure is taken on the stream as released (filter ``"none"``) and after each public
 post-processing filter (:func:`~streamdp.offline.gaze_study.smooth`), which an app, or an
@@ -38,7 +41,7 @@ from numpy.typing import NDArray
 from ..config import SessionConfig
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
 from ..privacy.noise import secure_generator
-from .classify import Released, reidentification
+from .classify import Released, reidentification, task_classification
 from .executors import job_results
 from .executors import progress as progress_bar
 from .gaze_measures import angular_error, dwell_accuracy
@@ -230,14 +233,17 @@ def utility_rows(study: GazeStudy, values: Sequence[_F64], at: dict[str, Any]) -
         )
 
     n_dwell, n_tasks = len(study.dwell), len(study.dwell) + len(study.pursuit)
-    streams = study.streams[:n_tasks]
-    got = np.concatenate(list(values[:n_tasks]))
+    scored = n_tasks or len(study.streams)  # no synthetic tasks (a manifest's study): every recording
+    streams = study.streams[:scored]
+    got = np.concatenate(list(values[:scored]))
     raw = np.concatenate([s.ticks.deg for s in streams])
     has = np.concatenate([s.ticks.has_gaze for s in streams])
     for target, mask in (("has_gaze", has), ("all", np.ones(len(has), dtype=bool))):
         err = angular_error(got[mask], raw[mask])
         row("error_median", target, err.median)
         row("error_p95", target, err.p95)
+    if not n_dwell or not len(study.pursuit):
+        return rows
     hits = trials = 0
     time_sum = 0.0
     for task, stream, v in zip(study.dwell, study.dwell_streams, values[:n_dwell], strict=True):
@@ -278,21 +284,28 @@ def _split_parts(study: GazeStudy, rec: Any, mid: float) -> Released:
 def _reid_rows(
     at: dict[str, Any], parts: list[Released], study: GazeStudy, repetition: int, target: str, chance: float
 ) -> list[dict[str, Any]]:
+    """Re-identification of ``study.person_of`` and, when the study has task labels, task
+    classification of ``study.task_of`` (leaving one participant out), from the same rows."""
     window = study.config.window_config().window
     result = reidentification(
         list(parts), list(study.person_of), split="chunked", window=window, every=REID_EVERY, seed=repetition
     )
+    attacks = [("reidentification", chance, result)]
+    if study.task_of:
+        tasks = task_classification(list(parts), list(study.person_of), list(study.task_of), seed=repetition)
+        attacks.append(("task_accuracy", 1.0 / len(set(study.task_of)), tasks))
     return [
         {
             **at,
-            "metric": "reidentification",
+            "metric": metric,
             "target": target,
             "classifier": clf,
             "voting": voting,
             "value": value,
-            "chance": chance,
+            "chance": base,
         }
-        for clf, (acc, voted) in result.items()
+        for metric, base, scores in attacks
+        for clf, (acc, voted) in scores.items()
         for voting, value in (("no", acc), ("yes", voted))
     ]
 

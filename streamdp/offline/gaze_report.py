@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,8 @@ def attack(rows: Sequence[dict[str, Any]], s: Setting | str) -> tuple[str, float
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The tables: utility as released, utility after each filter, re-identification per filter,
-    and each point against the issue's targets."""
+    and each point against the issue's targets (a manifest's study, which has no dwell or pursuit
+    task, has its own: :func:`~streamdp.offline.gaze_manifest_report.manifest_markdown`)."""
     pts = settings(rows)
     filts = filters_of(rows)
     seeds = len({r["seed"] for r in rows})
@@ -281,12 +282,13 @@ def write_gaze_results(
     out_dir: Path,
     config: SessionConfig | None = None,
     study: dict[str, Any] | None = None,
+    render: Callable[[Sequence[dict[str, Any]]], str] = markdown,
 ) -> list[Path]:
-    """results.csv, results.md, evaluation.json (the shared configuration and the study's
-    parameters) and the plots; the paths written."""
+    """results.csv, results.md (the tables ``render`` makes of the rows), evaluation.json (the
+    shared configuration and the study's parameters) and the plots; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out_dir / "results.csv")
-    (out_dir / "results.md").write_text(markdown(rows))
+    (out_dir / "results.md").write_text(render(rows))
     written = [out_dir / "results.csv", out_dir / "results.md"]
     if config is not None or study is not None:
         meta = {"channel": "gaze", "study": study or {}, "config": shared_config(config) if config else None}
@@ -312,6 +314,7 @@ def plot_gaze_results(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[Pat
         ("dwell", "dwell_accuracy", "grid3x3", "dwell selection accuracy", "linear"),
         ("pursuit", "pursuit_median", "circle", "median pursuit error (°)", "log"),
         ("reidentification", "reidentification", None, "re-identification (voted, mean of 4)", "linear"),
+        ("task", "task_accuracy", None, "task accuracy (voted, mean of 4)", "linear"),
     ]
     paths = []
     for stem, metric, target, ylabel, yscale in measures:
@@ -322,7 +325,7 @@ def plot_gaze_results(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[Pat
             match: dict[str, Any] = {"metric": metric, "filter": f}
             if target is not None:
                 match["target"] = target
-            if metric == "reidentification":
+            if metric in ("reidentification", "task_accuracy"):
                 match["voting"] = "yes"
             for m, w in lines:
                 eps = sorted({r["epsilon_tick"] for r in rows if (r["mechanism"], r["w"]) == (m, w)})
@@ -346,6 +349,8 @@ def plot_gaze_results(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[Pat
                     ax.axhline(gaze, color="grey", ls="-.", label="raw gaze")
                 if np.isfinite(raw):
                     ax.axhline(raw * TARGET_REID_FRACTION, color="g", ls=":", label="raw ticks / 3")
+            elif metric == "task_accuracy":
+                ax.axhline(next(r["chance"] for r in rows if r["metric"] == metric), color="r", ls="--", label="chance")
             elif metric == "dwell_accuracy":
                 ax.axhline(TARGET_DWELL, color="g", ls=":", label=f"target {TARGET_DWELL:g}")
             elif metric == "error_median":

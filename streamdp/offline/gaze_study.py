@@ -54,7 +54,9 @@ class GazeStudy:
     ``dwell[p]``, ``pursuit[p]``: person ``p``'s tasks; ``recordings``: the re-identification
     recordings, ``person_of[i]`` naming the person of ``recordings[i]``; ``streams``: the tick
     stream of every recording in the order dwell, pursuit, re-identification (the noise seed of a
-    recording is its index here).
+    recording is its index here); ``task_of[i]``: the task label of ``recordings[i]`` that the
+    attacker classifies (empty: no task attack; a manifest's study has it,
+    :mod:`streamdp.offline.gaze_manifest`).
     """
 
     people: tuple[str, ...]
@@ -65,6 +67,7 @@ class GazeStudy:
     streams: tuple[TickStream, ...]
     config: SessionConfig
     fov_deg: tuple[float, float]
+    task_of: tuple[str, ...] = ()
 
     @property
     def dwell_streams(self) -> tuple[TickStream, ...]:
