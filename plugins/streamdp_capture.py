@@ -60,7 +60,7 @@ _check_host()
 from streamdp.capture.check import check_capture  # noqa: E402 (after the host check)
 from streamdp.capture.endpoint import EndpointSettings, PluginEndpoint, open_endpoint, reopen_endpoint  # noqa: E402
 from streamdp.capture.events import ENDPOINT_SETTINGS, CaptureEventsSink, session_config  # noqa: E402
-from streamdp.capture.watch import clock_jumped, network_api_state, pupil_remote_to_loopback  # noqa: E402
+from streamdp.capture.watch import CLOCK_JUMP_THRESHOLD, clock_jumped, network_api_state, pupil_remote_to_loopback  # noqa: E402
 from streamdp.config import DEFAULT_EPSILON, SessionConfig  # noqa: E402
 from streamdp.live_pacing import FeedPacing  # noqa: E402
 from streamdp.network.doctor import EXIT_RAW_REACHABLE  # noqa: E402
@@ -243,7 +243,7 @@ class StreamDP(Plugin):
         if not isinstance(timebase, (int, float)):
             return False
         seen, self._timebase_seen = self._timebase_seen, float(timebase)
-        if seen is None or not clock_jumped(seen, float(timebase), threshold=self.session.config.reorder_window):
+        if seen is None or not clock_jumped(seen, float(timebase), threshold=CLOCK_JUMP_THRESHOLD):
             return False
         logger.info("streamdp: Pupil time jumped by %+.3f s (T or Time Sync): new segment", seen - timebase)
         return True

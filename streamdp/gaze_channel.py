@@ -19,6 +19,8 @@ from .privacy.gaze_mechanisms import GazeMechanism
 from .privacy.ledger_store import LedgerStore
 from .privacy.randomness import RandomSource
 from .privacy.release import PrivateRelease
+from .schedule_defaults import DEFAULT_TICK_REORDER_WINDOW
+from .stages.ahead import CLOCK_JUMP
 from .stages.base import Stage
 from .stages.gaze_privatizer import GazePrivatizer
 from .stages.gaze_ticks import GazeTicks, Ticks
@@ -72,9 +74,13 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
     rng : RandomSource
         The noise's source.
     hold : float or None
-        Live: source seconds from a tick to its public release time (the session's reorder window
-        and slack: a tick is computed once the ordered gaze passes it and released then, whatever
-        the gaze did). None: released as computed (a recording).
+        Live: source seconds from the end of a tick's interval (half a tick after the tick) to its
+        public release time (the session's ``tick_hold``): a tick is computed once the ordered
+        gaze passes that and released then, whatever the gaze did. None: released as computed (a
+        recording). Live, a step of the source's clock beyond
+        :data:`~streamdp.stages.ahead.CLOCK_JUMP` is a jump: the grid starts anew at the new clock
+        without covering the interval skipped, and after a restart no tick time repeats
+        (:class:`~streamdp.stages.gaze_ticks.GazeTicks`).
     reorder : float
         Live: the seconds of gaze held back to put it in order (the session's reorder window).
         The channel orders its own copy of the gaze, so that its ticks follow every burst while
@@ -107,18 +113,23 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         min_confidence: float,
         rng: RandomSource,
         hold: float | None = None,
-        reorder: float = 0.1,
+        reorder: float = DEFAULT_TICK_REORDER_WINDOW,
         ledger: LedgerStore | None = None,
         smoothing: str = "none",
     ) -> None:
-        self.ticks = GazeTicks(rate=rate, fov_deg=fov_deg, min_confidence=min_confidence)
+        live = hold is not None
+        self.ticks = GazeTicks(
+            rate=rate, fov_deg=fov_deg, min_confidence=min_confidence, jump=CLOCK_JUMP if live else None
+        )
         self.privatizer = GazePrivatizer(
             mechanism, fov_deg=fov_deg, rate=rate, rng=rng, ledger=ledger, smoothing=smoothing
         )
         self.rate = float(rate)
-        self._hold = None if hold is None else ReleaseHold(hold)
+        self.hold, self.reorder = hold, float(reorder)
+        # a tick's interval ends half a tick after it: its public time is that end + the hold
+        self._hold = None if hold is None else ReleaseHold(hold + 0.5 / float(rate))
         self._order = None if hold is None else ReorderBuffer(reorder)
-        #: live: the earliest gaze received, which starts the grid (None before any)
+        #: live: the earliest gaze received before the grid started, which starts it (None before any)
         self._first: float | None = None
         #: the time of the last tick computed (None before any)
         self.last_tick: float | None = None
@@ -132,11 +143,12 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         held = self._hold.next_due
         if held is not None:
             return held
-        if self.last_tick is not None:
-            return (round(self.last_tick * self.rate) + 1) / self.rate + self._hold.offset
-        if self._first is None:
-            return None
-        return float(self.ticks.tick_of(np.array([self._first]))[0]) / self.rate + self._hold.offset
+        k = self.ticks.next_tick
+        if k is None:
+            if self._first is None:
+                return None
+            k = int(self.ticks.tick_of(np.array([self._first]))[0])
+        return k / self.rate + self._hold.offset
 
     def due(self, clock: float) -> list[PrivateRelease]:
         """Live: the held ticks whose public time ``clock`` reached."""
@@ -150,8 +162,9 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         """Live: decoded gaze in any order within the reorder window; the ticks it closes are
         computed and held to their public time."""
         assert self._order is not None, "receive() is the live path: give hold="
-        if len(cols) and self._first is None:
-            self._first = float(np.min(cols.t))
+        if len(cols) and self.ticks.next_tick is None:  # the earliest gaze yet, until the grid starts
+            first = float(np.min(cols.t))
+            self._first = first if self._first is None else min(self._first, first)
         self._order.hold(cols)
         self._ordered(self._order.release())
 
@@ -176,8 +189,9 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
             self._release(self.ticks.update(cols.to_batch("none", "gaze channel")))
 
     def reset(self) -> None:
-        """A new stream; the mechanism's spending over the last ``w`` ticks is kept."""
-        self.ticks.reset()
+        """A new stream; the mechanism's spending over the last ``w`` ticks is kept, and live,
+        where the ticks stopped (the new stream's never repeat them)."""
+        self.ticks.restart()
         self.privatizer.reset()
         self.last_tick = None
         self._first = None

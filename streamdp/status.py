@@ -39,6 +39,7 @@ class StatusEvent(Enum):
     RUNNING = "running"
     BUDGET_EXHAUSTED = "budget_exhausted"
     CAPTURE_RESTARTED = "capture_restarted"
+    CLOCK_JUMPED = "clock_jumped"
     RECONNECTING = "reconnecting"
     STOPPED = "stopped"
 

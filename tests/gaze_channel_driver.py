@@ -35,11 +35,14 @@ Burst = tuple[float, list[Frames]]
 _pack = msgpack.Packer(use_bin_type=True).pack
 
 
-def bursts_of(recording: Recording, *, monocular_share: float = 0.15, seed: int = 0) -> list[Burst]:
+def bursts_of(
+    recording: Recording, *, monocular_share: float = 0.15, seed: int = 0, eye_lag: float = 0.0
+) -> list[Burst]:
     """The recording as Capture publishes it on the topics the relay subscribes to (gaze, blinks):
-    (source time the burst leaves, its ``[topic, payload]`` messages)."""
+    (source time the burst leaves, its ``[topic, payload]`` messages); ``eye_lag``: an eye process
+    falling behind now and then by up to that many seconds."""
     out: list[Burst] = []
-    sent = capture_datums(recording, monocular_share=monocular_share, seed=seed)
+    sent = capture_datums(recording, monocular_share=monocular_share, seed=seed, eye_lag=eye_lag)
     for at, group in itertools.groupby(sent, key=lambda s: s[0]):
         burst = [[d["topic"].encode(), _pack(d)] for _, d in group if d["topic"].startswith(("gaze.", "blinks"))]
         if burst:

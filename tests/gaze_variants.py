@@ -192,7 +192,8 @@ def swap_session_channel(cls):
             fov_deg=old.ticks.fov_deg,
             min_confidence=old.ticks.min_confidence,
             rng=old.privatizer.rng,
-            hold=old._hold.offset,
+            hold=old.hold,
+            reorder=old.reorder,
         )
 
     return patch

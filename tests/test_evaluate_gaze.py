@@ -173,7 +173,7 @@ def test_the_evaluation_releases_what_a_session_releases(mechanism):
     assert np.array_equal(np.concatenate([r.t for r in sink.ticks]), stream.ticks.t)
     # the session applies the configured public median on the device; the evaluation, to the same
     # released positions, as an app would (the same function)
-    assert cfg.gaze_smoothing == "median9"
+    assert cfg.gaze_smoothing == "median5"
     assert np.array_equal(np.concatenate([r.values[:, :2] for r in sink.ticks]), smooth(values, cfg.gaze_smoothing))
     assert np.array_equal([r.ledger["epsilon_tick_per_degree"] for r in sink.ticks], spent)
 

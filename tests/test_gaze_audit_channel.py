@@ -89,9 +89,9 @@ def test_publish_times_do_not_depend_on_the_gaze(mechanism):
     result = publish_times(SessionConfig(chunk_length=32, gaze_mechanism=mechanism), duration=1.0)
     assert result.identical and result.on_schedule and result.passed
     counts = {len(t) for t, _ in result.streams.values()}
-    assert counts == {62}  # 1 s of gaze at 60 Hz, followed to the last tick's public time
+    assert counts == {63}  # 1 s of gaze at 60 Hz, followed to the last tick's public time
     t, at = result.streams["gap and blink"]
-    assert np.array_equal(at, t + 0.15)  # the reorder window and the slack
+    assert np.array_equal(at, t + 1 / 120 + 0.035)  # the interval's end, the reorder window and the slack
 
 
 @pytest.mark.parametrize(
@@ -133,7 +133,7 @@ def test_cli_audits_the_gaze_channel(capsys):
     rows = _table(out)
     assert [r[0] for r in rows] == ["geo-uniform", "geo-bd"] and {r[-1] for r in rows} == {"pass"}
     assert "ε keys: identical for every input under one noise seed" in out
-    assert "publish times: identical, each tick at its time + 0.15 s" in out
+    assert "publish times: identical, each tick at its time + 0.0433333 s" in out  # half a tick, 34 + 1 ms
 
 
 def test_cli_fails_on_a_broken_channel(capsys, monkeypatch):

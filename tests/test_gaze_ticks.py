@@ -33,6 +33,16 @@ def grid_index(t: np.ndarray, rate: float) -> np.ndarray:
     return k
 
 
+def lo(k, rate):
+    """Where tick ``k``'s interval starts (exclusive): half a tick before it, as the stage computes it."""
+    return (2.0 * k - 1.0) / (2.0 * rate)
+
+
+def hi(k, rate):
+    """Where tick ``k``'s interval ends (inclusive): half a tick after it."""
+    return (2.0 * k + 1.0) / (2.0 * rate)
+
+
 def with_rows(gaze: GazeBatch, keep: np.ndarray) -> GazeBatch:
     idx = np.flatnonzero(keep)
     return GazeBatch.from_arrays(
@@ -49,25 +59,26 @@ def test_ticks_lie_on_multiples_of_one_over_rate_from_the_first_samples_tick(rat
     k = grid_index(ticks.t, rate)
     assert np.all(np.diff(k) == 1)
     first, last = SYN.t[0], SYN.t[-1]
-    assert (k[0] - 1) / rate < first <= k[0] / rate  # the first tick holds the first sample
-    assert (k[-1] - 1) / rate < last <= k[-1] / rate  # flush ends with the last sample's tick
+    assert lo(k[0], rate) < first <= hi(k[0], rate)  # the first tick holds the first sample
+    assert lo(k[-1], rate) < last <= hi(k[-1], rate)  # flush ends with the last sample's tick
     assert ticks.deg.shape == (len(ticks), 2) and ticks.has_gaze.dtype == bool
 
 
 def test_tick_of_is_exact_on_the_grid_even_at_unix_times():
     stage = GazeTicks(rate=60.0)
     k = np.arange(102_000_000_000, 102_000_000_200, dtype=np.int64)  # UTC seconds x 60 (Neon)
-    on = k / 60.0
-    assert np.array_equal(stage.tick_of(on), k)
-    assert np.array_equal(stage.tick_of(np.nextafter(on, np.inf)), k + 1)
-    assert np.array_equal(stage.tick_of(np.nextafter(on, -np.inf)), k)
+    end = hi(k, 60.0)
+    assert np.array_equal(stage.tick_of(end), k)
+    assert np.array_equal(stage.tick_of(np.nextafter(end, np.inf)), k + 1)
+    assert np.array_equal(stage.tick_of(np.nextafter(end, -np.inf)), k)
+    assert np.array_equal(stage.tick_of(k / 60.0), k)  # a tick's own time is inside it
 
 
 @settings(max_examples=200, deadline=None)
 @given(t=st.floats(-1e9, 2e9, allow_nan=False), rate=st.floats(0.5, 2000.0))
 def test_tick_of_finds_the_interval_holding_a_time(t, rate):
     k = int(GazeTicks(rate=rate).tick_of(np.array([t]))[0])
-    assert (k - 1) / rate < t <= k / rate
+    assert lo(k, rate) < t <= hi(k, rate)
 
 
 def test_the_ticks_between_two_times_do_not_depend_on_the_gaze():
@@ -90,11 +101,71 @@ def test_a_gap_gives_centre_ticks_without_gaze():
     start = SYN.t[0]
     gap = with_rows(SYN, (SYN.t < start + 2.0) | (SYN.t > start + 5.3))
     ticks = run(gap)
-    inside = (ticks.t > start + 2.0 + 1 / 60) & (ticks.t < start + 5.3)
+    inside = (ticks.t > start + 2.0 + 1 / 60) & (ticks.t < start + 5.3 - 1 / 120)
     assert inside.sum() == pytest.approx(3.3 * 60, abs=2)
     assert not ticks.has_gaze[inside].any()
     assert np.all(ticks.deg[inside] == 0.0)
     assert ticks.has_gaze[~inside].mean() > 0.8  # the synthetic person blinks now and then
+
+
+@pytest.mark.parametrize("rate", [30.0, 60.0, 120.0])
+@pytest.mark.parametrize("start", [0.0, 1234.5, 1.7e6])
+@pytest.mark.parametrize("written", ["exact", "ms", "jitter"])
+def test_a_source_on_the_tick_grid_fills_every_tick(rate, start, written):
+    """Samples at the tick rate with timestamps on the grid itself (a resampled recording), as a
+    writer gives them: exact floats, rounded to the millisecond (a CSV), or with ±2 ms of camera
+    jitter. One sample in every tick, none empty: with intervals ending on the grid, a third of
+    the ticks at 30 Hz had none (two samples in one tick, none in the next)."""
+    n = int(rate * 20)
+    t = start + np.arange(n) / rate
+    if written == "ms":
+        t = np.round(t, 3)
+    elif written == "jitter":
+        t = t + np.random.default_rng(0).uniform(-0.002, 0.002, n)
+    ticks = run(GazeBatch.from_arrays(t=t, x=np.full(n, 0.3), y=np.full(n, 0.6)), rate=rate)
+    assert len(ticks) == n and ticks.has_gaze.all()
+
+
+# ----------------------------------------------------------------------------- clock jumps (live)
+
+
+def test_a_jump_ahead_starts_the_grid_anew_without_covering_the_interval():
+    stage = GazeTicks(rate=10.0, jump=1.0)
+    g = lambda *t: GazeBatch.from_arrays(t=list(t), x=[0.5] * len(t), y=[0.5] * len(t))  # noqa: E731
+    out = [stage.update(g(0.1, 0.2, 0.3)), stage.update(g(12.0, 12.1, 12.2))]  # T +12 s
+    out.append(stage.advance(12.4))
+    t = Ticks.concat(out).t
+    assert t.tolist() == [0.1, 0.2, 0.3, 12.0, 12.1, 12.2, 12.3]  # the old stream's last tick closed
+    assert np.all(np.diff(t) > 0)
+    # the timer's clock jumping alone: no burst either
+    assert stage.advance(100.0).t.tolist() == [12.4]
+    assert stage.advance(100.2).t.tolist() == [100.0, 100.1]
+    # within one batch, too, and a gap within the threshold is covered
+    other = GazeTicks(rate=10.0, jump=1.0)
+    got = Ticks.concat([other.update(g(0.1, 0.9, 50.0, 50.1)), other.flush()]).t.tolist()
+    assert got == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 50.0, 50.1]
+
+
+def test_without_jump_a_gap_is_covered_whatever_its_length():
+    stage = GazeTicks(rate=10.0)
+    g = lambda *t: GazeBatch.from_arrays(t=list(t), x=[0.5] * len(t), y=[0.5] * len(t))  # noqa: E731
+    assert len(Ticks.concat([stage.update(g(0.1, 12.0)), stage.flush()])) == 120
+
+
+def test_a_new_stream_near_the_last_tick_continues_after_it_and_one_far_back_is_a_new_segment():
+    g = lambda *t: GazeBatch.from_arrays(t=list(t), x=[0.5] * len(t), y=[0.5] * len(t))  # noqa: E731
+    stage = GazeTicks(rate=10.0, jump=1.0)
+    first = Ticks.concat([stage.update(g(0.1, 0.2, 0.31)), stage.flush()]).t.tolist()
+    assert first == [0.1, 0.2, 0.3]
+    stage.restart()  # a restart whose gaze comes back on the same clock, a little earlier
+    again = Ticks.concat([stage.update(g(0.22, 0.3, 0.41, 0.5)), stage.flush()])
+    assert again.t.tolist() == [0.4, 0.5]  # no tick repeats; the samples before are late
+    assert stage.late == 2
+    stage.restart()
+    back = Ticks.concat([stage.update(g(-100.0, -99.9)), stage.flush()]).t.tolist()
+    assert back == [-100.0, -99.9]  # T back: the new clock's segment
+    stage.reset()  # a fresh stage forgets where the ticks stopped
+    assert Ticks.concat([stage.update(g(-100.0)), stage.flush()]).t.tolist() == [-100.0]
 
 
 # ----------------------------------------------------------------------------- values
@@ -128,12 +199,13 @@ def test_a_tick_is_the_mean_in_degrees_of_its_usable_samples(rate):
     assert np.array_equal(got.has_gaze, want.has_gaze)
     assert np.array_equal(got.deg, want.deg)
     for i in np.flatnonzero(got.has_gaze)[:50]:  # and it is the mean
-        mine = (got.t[i] - 1 / rate < gaze.t) & (gaze.t <= got.t[i]) & gaze.valid & (gaze.confidence >= 0.6)
+        k = np.rint(got.t[i] * rate)
+        mine = (lo(k, rate) < gaze.t) & (gaze.t <= hi(k, rate)) & gaze.valid & (gaze.confidence >= 0.6)
         assert got.deg[i] == pytest.approx(np.mean(norm_to_degrees(gaze.x[mine], gaze.y[mine], FOV), axis=1))
 
 
 def test_low_confidence_and_invalid_samples_take_no_part():
-    t = [0.005, 0.01, 0.015, 0.02, 0.025]
+    t = [0.006, 0.012, 0.016, 0.021, 0.026]
     gaze = GazeBatch.from_arrays(
         t=t, x=[0.5, 0.9, 0.5, 0.1, 0.5], y=[0.5] * 5, confidence=[1.0, 0.59, 1.0, 1.0, 0.2], valid=[1, 1, 1, 0, 1]
     )
@@ -169,7 +241,8 @@ def test_one_sample_lost_changes_at_most_its_tick():
     before = run(SYN)
     after = run(dataclasses.replace(SYN, valid=np.arange(len(SYN)) != i))
     changed = np.flatnonzero(np.any(after.deg != before.deg, axis=1) | (after.has_gaze != before.has_gaze))
-    assert len(changed) == 1 and before.t[changed[0]] - 1 / 60 < SYN.t[i] <= before.t[changed[0]]
+    k = np.rint(before.t[changed[0]] * 60.0)
+    assert len(changed) == 1 and lo(k, 60.0) < SYN.t[i] <= hi(k, 60.0)
 
 
 # ----------------------------------------------------------------------------- closing
@@ -178,18 +251,19 @@ def test_one_sample_lost_changes_at_most_its_tick():
 def test_a_tick_at_the_newest_sample_stays_open_until_the_clock_passes_it():
     one = lambda t, x: GazeBatch.from_arrays(t=[t], x=[x], y=[0.5])  # noqa: E731
     stage = GazeTicks(rate=10.0)
-    assert stage.update(one(0.05, 0.5)).t.tolist() == []
-    assert stage.update(one(0.1, 0.5)).t.tolist() == []  # t_1 = 0.1: a sample at 0.1 may follow
-    assert stage.update(one(0.1, 0.7)).t.tolist() == []
-    assert stage.advance(0.1).t.tolist() == []  # advance(t): no sample at or before t remains...
-    out = stage.advance(float(np.nextafter(0.1, 1.0)))  # ...but 0.1 itself is not past
-    assert out.t.tolist() == [0.1] and out.deg[0, 0] > 0.0  # both samples at 0.1 are in
+    end = hi(1, 10.0)  # tick 1 (0.1) ends at 0.15
+    assert stage.update(one(0.1, 0.5)).t.tolist() == []
+    assert stage.update(one(end, 0.5)).t.tolist() == []  # a sample at its end may follow
+    assert stage.update(one(end, 0.7)).t.tolist() == []
+    assert stage.advance(end).t.tolist() == []  # advance(t): no sample at or before t remains...
+    out = stage.advance(float(np.nextafter(end, 1.0)))  # ...but the end itself is not past
+    assert out.t.tolist() == [0.1] and out.deg[0, 0] > 0.0  # both samples at the end are in
     assert stage.flush().t.tolist() == []
 
 
 def test_flush_closes_the_last_samples_tick_once():
     stage = GazeTicks(rate=10.0)
-    assert stage.update(GazeBatch.from_arrays(t=[0.02, 0.13], x=[0.5, 0.5], y=[0.5, 0.5])).t.tolist() == [0.1]
+    assert stage.update(GazeBatch.from_arrays(t=[0.07, 0.18], x=[0.5, 0.5], y=[0.5, 0.5])).t.tolist() == [0.1]
     assert stage.flush().t.tolist() == [0.2]
     assert len(stage.flush()) == 0 and len(stage.advance(5.0)) == 0  # no stream: no grid
 
@@ -217,9 +291,9 @@ def test_advance_emits_centre_ticks_and_any_interleaving_gives_the_same_ticks():
 
 def test_samples_in_ticks_advance_closed_are_dropped_and_counted():
     stage = GazeTicks(rate=10.0)
-    stage.update(GazeBatch.from_arrays(t=[0.05], x=[0.5], y=[0.5]))
-    assert stage.advance(0.25).t.tolist() == [0.1, 0.2]
-    out = stage.update(GazeBatch.from_arrays(t=[0.15, 0.2, 0.21, 0.31], x=[0.9] * 4, y=[0.5] * 4))
+    stage.update(GazeBatch.from_arrays(t=[0.1], x=[0.5], y=[0.5]))
+    assert stage.advance(0.3).t.tolist() == [0.1, 0.2]
+    out = stage.update(GazeBatch.from_arrays(t=[0.2, 0.25, 0.26, 0.36], x=[0.9] * 4, y=[0.5] * 4))
     assert stage.late == 2 and out.t.tolist() == [0.3] and out.has_gaze.tolist() == [True]
     stage.flush()
     assert stage.late == 2
@@ -260,6 +334,9 @@ def test_a_batch_going_back_in_time_is_rejected_whole():
         pytest.param({"min_confidence": -0.1}, ValueError, "min_confidence", id="conf-negative"),
         pytest.param({"min_confidence": 1.5}, ValueError, "min_confidence", id="conf-above-one"),
         pytest.param({"min_confidence": float("nan")}, ValueError, "min_confidence", id="conf-nan"),
+        pytest.param({"jump": "1"}, TypeError, "jump", id="jump-str"),
+        pytest.param({"jump": 0.0}, ValueError, "jump", id="jump-zero"),
+        pytest.param({"jump": float("inf")}, ValueError, "jump", id="jump-inf"),
     ],
 )
 def test_bad_parameters_are_refused_by_name(kwargs, error, name):

@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "CLOCK_JUMP_THRESHOLD",
     "LOOPBACK_HOST",
     "NETWORK_API",
     "NOTIFICATION_SUBJECTS",
@@ -50,6 +51,9 @@ __all__ = [
     "pupil_remote_to_loopback",
 ]
 
+#: s by which Pupil time moves between two reads for a jump (T, Time Sync's jump) that starts a new
+#: segment: far above Time Sync's slews (≤ 0.5 ms a step) and a read's delay on a loaded PC
+CLOCK_JUMP_THRESHOLD = 0.1
 #: the class name of Capture's Network API plugin (``plugin_by_name`` key of ``start_plugin``)
 NETWORK_API = "NetworkApiPlugin"
 LOOPBACK_HOST = "127.0.0.1"

@@ -40,6 +40,7 @@ EVENT_WORDS = {
     StatusEvent.RUNNING: "running",
     StatusEvent.BUDGET_EXHAUSTED: "budget exhausted",
     StatusEvent.CAPTURE_RESTARTED: "Pupil Capture restarted, new segment",
+    StatusEvent.CLOCK_JUMPED: "Pupil time jumped (T or Time Sync), new segment",
     StatusEvent.RECONNECTING: "reconnecting to the source",
     StatusEvent.STOPPED: "stopped",
 }

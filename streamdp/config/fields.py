@@ -26,7 +26,12 @@ from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS
 from ..privacy.mechanisms.validation import check_chunk_length
 from ..privacy.weights_file import WeightsTable
-from ..schedule_defaults import DEFAULT_CHUNK_REORDER_WINDOW, DEFAULT_DEADLINE_SLACK, DEFAULT_MAX_EVENT_DURATION
+from ..schedule_defaults import (
+    DEFAULT_CHUNK_REORDER_WINDOW,
+    DEFAULT_DEADLINE_SLACK,
+    DEFAULT_MAX_EVENT_DURATION,
+    DEFAULT_TICK_REORDER_WINDOW,
+)
 from ..signals import DEFAULT_SIGNAL, SIGNALS
 from ..stages.events import EventConfig
 
@@ -49,7 +54,7 @@ DEFAULT_GAZE_W = 60
 #: ε_w 20 per degree over 60 ticks with a 9-tick median: the smallest measured ε that meets the
 #: dwell (≥ 95 %) and error (≤ 2°) targets with a margin (docs/gaze-channel.md, "Defaults")
 DEFAULT_GAZE_EPSILON = 20.0
-DEFAULT_GAZE_SMOOTHING = "median9"
+DEFAULT_GAZE_SMOOTHING = "median5"
 #: the tick rates the gaze channel takes: no eye tracker streams faster than 1000 Hz, and a tick
 #: less often than once a second is no longer real time
 MIN_GAZE_RATE, MAX_GAZE_RATE = 1.0, 1000.0
@@ -206,8 +211,9 @@ class ConfigFields:
     )
     # live
     reorder_window: float = _opt(
-        0.1,
-        "s of live gaze the gaze channel's ticks wait for (and the clock jump that starts a new segment)",
+        DEFAULT_TICK_REORDER_WINDOW,
+        "s of live gaze a gaze tick waits for after its interval ends, then it is released (one 30 Hz "
+        "world frame: Capture publishes gaze once a frame; a lagging eye's late gaze is not waited for)",
         "live",
     )
     chunk_reorder_window: float = _opt(
@@ -219,9 +225,8 @@ class ConfigFields:
     )
     deadline_slack: float = _opt(
         DEFAULT_DEADLINE_SLACK,
-        "s after a chunk's last step (plus the chunk reorder window) or a tick (plus the reorder window) "
-        "at which it is released; it is computed during this hold, so the release time never depends on "
-        "how long the computation took",
+        "s after a chunk's last step (plus the chunk reorder window) at which it is released; it is "
+        "computed during this hold, so the release time never depends on how long the computation took",
         "live",
     )
 

@@ -23,6 +23,7 @@ from ..privacy.mechanisms import Mechanism, make_mechanism
 from ..privacy.noise import secure_generator
 from ..privacy.randomness import RandomSource
 from ..privacy.weights_file import WeightsTable
+from ..schedule_defaults import TICK_SLACK
 from ..signals import DEFAULT_SIGNAL, SIGNALS
 from ..stages.events import EventConfig
 from ..stages.features import WindowConfig
@@ -127,8 +128,17 @@ class SessionConfig(ConfigFiles):
 
     @property
     def tick_hold(self) -> float:
-        """Source seconds from a live gaze tick to its public release time."""
-        return self.reorder_window + self.deadline_slack
+        """Source seconds from the end of a live gaze tick's interval to its public release time:
+        the reorder window + :data:`~streamdp.schedule_defaults.TICK_SLACK` (a tick takes
+        microseconds to compute, in the call that releases it: the slack only puts the release
+        strictly after the gaze the tick waited for)."""
+        return self.reorder_window + TICK_SLACK
+
+    @property
+    def tick_offset(self) -> float:
+        """Source seconds from a live gaze tick's time to its public release time: half a tick (to
+        the end of its interval) + :attr:`tick_hold`."""
+        return 0.5 / self.gaze_rate + self.tick_hold
 
     def privacy_unit(self) -> PrivacyUnit:
         return PrivacyUnit(self.unit, w=self.w, budget=self.budget, identity=self.identity, ledger_dir=self.ledger_dir)
@@ -189,7 +199,7 @@ class SessionConfig(ConfigFiles):
         self, seed: int | None = None, source_camera: str | None = None, *, live: bool = False
     ) -> GazeChannel | None:
         """The real-time gaze channel (None when off); ``live``: each tick held to its public time
-        (the tick + the reorder window + the slack). Its noise has a source of its own: the OS
+        (the end of its interval + the reorder window). Its noise has a source of its own: the OS
         CSPRNG, or with a seed ``seed + GAZE_SEED_OFFSET`` (the chunks' noise never repeats in the
         ticks').
 

@@ -30,7 +30,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from ..capture.watch import clock_jumped
+from ..capture.watch import CLOCK_JUMP_THRESHOLD, clock_jumped
 
 __all__ = ["CaptureClock"]
 
@@ -60,7 +60,8 @@ class CaptureClock:
     Parameters
     ----------
     threshold : float
-        The public threshold (seconds): the session's reorder window.
+        The public threshold (seconds; default
+        :data:`~streamdp.capture.watch.CLOCK_JUMP_THRESHOLD`, as the Capture plugin's).
 
     Examples
     --------
@@ -74,7 +75,7 @@ class CaptureClock:
     -1.9
     """
 
-    def __init__(self, *, threshold: float) -> None:
+    def __init__(self, *, threshold: float = CLOCK_JUMP_THRESHOLD) -> None:
         clock_jumped(0.0, 0.0, threshold=threshold)  # the rule's own checks of the threshold
         self.threshold = float(threshold)
         #: Pupil time − monotonic time at the last read (None before any)

@@ -144,7 +144,7 @@ class Relay:
         self.on_release: Callable[[PrivateRelease, float], None] | None = None
         self._batch_received = 0.0
         #: Capture's clock, read with Pupil Remote's ``t`` every heartbeat (the plugin's rule for jumps)
-        self._clock = CaptureClock(threshold=session.config.reorder_window)
+        self._clock = CaptureClock()
         #: the schedule's clock (the data's) and how long gaze may queue between reads
         self._reads = ReadPacing(self.read_interval)
         self._last_gaze = time.monotonic()
@@ -330,6 +330,7 @@ class Relay:
         if jump is not None:
             log.warning("Pupil time jumped by %+.3f s (T or Time Sync): new segment", jump)
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
+            self.session.publish_status(StatusEvent.CLOCK_JUMPED, self.subscribers())  # one line a jump
             self._reads.reset()
 
     def _check_alive(self) -> None:
@@ -379,9 +380,8 @@ class Relay:
 
     def _pending(self, sub: zmq.Socket, limit: int) -> Iterator[list[bytes]]:
         """The messages already queued (at most ``limit``), decoded one by one as they are read."""
-        # the Cython recv/get, not recv_multipart (its option lookups cost more than the
-        # frames); one zmq.Again per read, not an EVENTS query per message (which makes ZeroMQ
-        # process its command queue: ~2 µs a message)
+        # Cython recv/get, not recv_multipart (its option lookups cost more than the frames); one
+        # zmq.Again per read, not an EVENTS query per message (ZeroMQ's command queue: ~2 µs each)
         recv, get = sub.recv, sub.get
         self._queue_empty = False
         for _ in range(limit):

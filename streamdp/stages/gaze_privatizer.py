@@ -64,7 +64,10 @@ def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[Pr
                 "clipped_fraction": res.clipped_fraction,
             }
             if self._ledger is not None:
-                entry["epsilon_charged_per_degree"] = self._charged
+                # what was charged by this tick's block, a function of its index alone (the write
+                # itself may come earlier, for a whole batch): the same whatever the batching
+                blocks = self._ticks // self._every + 1
+                entry["epsilon_charged_per_degree"] = self._charged + blocks * self.second_bound
             self._ticks += 1
             out.append(
                 mint.seal(
@@ -110,10 +113,14 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
     rng : RandomSource or numpy Generator, optional
         The noise's source (default: the OS's CSPRNG).
     ledger : LedgerStore, optional
-        A durable ledger of its own (the session identity's, named ``<identity>#gaze``): each
-        whole second of the public grid is charged there before any of its ticks is sealed, at
-        the most its ticks can spend, ``min(rate·ε_tick_max, ⌈rate/w⌉·ε_w)`` per degree (once
-        per second, not per tick: a charge is three fsyncs).
+        A durable ledger of its own (the session identity's, named ``<identity>#gaze``), charged
+        for the ticks sealed, whatever their times: before a tick is sealed, a block of the next
+        ``round(rate)`` ticks is charged unless one already covers it, at the most any that many
+        consecutive ticks can spend, ``min(n·ε_tick_max, ⌈n/w⌉·ε_w)`` per degree (one charge per
+        block, not per tick: a charge is three fsyncs). So the ledger holds at least what every
+        sealed tick spent and at most one block more, through clock jumps, restarts and segments;
+        ticks sealed but dropped unpublished
+        (:meth:`streamdp.gaze_channel.GazeChannel.reset`) stay charged.
     smoothing : str
         ``"none"`` or ``"median<k>"`` (k odd, 3–31): each released position is the per-axis median
         of the mechanism's last ``k`` outputs (the stream's first repeated backwards). Public
@@ -147,9 +154,10 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         if ledger is not None and not isinstance(ledger, LedgerStore):
             raise TypeError(f"ledger must be a LedgerStore or None, got {ledger!r}")
         self._ledger = ledger
-        #: the grid's seconds already charged (ticks k with k // per_second below it); ε charged
-        self._charged_until: int | None = None
-        # read now: a ledger that was tampered with is refused before anything starts
+        #: ticks charged to the ledger and not yet sealed (a block's rest; kept through reset)
+        self._prepaid = 0
+        # read now: a ledger that was tampered with is refused before anything starts; the ledger's
+        # total then, to which each tick's published running total adds this channel's blocks
         self._charged = 0.0 if ledger is None else float(ledger.read().epsilon_spent)
         self._rng = check_rng(rng) if rng is not None else secure_generator()
         self.fov_deg = (float(fov_deg[0]), float(fov_deg[1]))
@@ -199,15 +207,22 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         return self._spent
 
     @property
+    def block_ticks(self) -> int:
+        """Ticks charged to the durable ledger at a time: a second's worth at the rate."""
+        return self._every
+
+    @property
     def second_bound(self) -> float:
-        """The most the ticks of one whole second of the grid can spend, per degree: each tick at
-        most ``epsilon_tick_max``, any ``w`` consecutive ones at most ``epsilon``."""
-        mech, per_second = self._mechanism, self._every
-        return min(per_second * mech.epsilon_tick_max, math.ceil(per_second / mech.w) * mech.epsilon)
+        """The most any :attr:`block_ticks` consecutive ticks can spend, per degree: each tick at
+        most ``epsilon_tick_max``, any ``w`` consecutive ones at most ``epsilon`` (the mechanism's
+        state, kept through :meth:`reset`, makes the ticks of every segment one sequence)."""
+        mech, per_block = self._mechanism, self._every
+        return min(per_block * mech.epsilon_tick_max, math.ceil(per_block / mech.w) * mech.epsilon)
 
     def _charge_ahead(self, ticks: Ticks) -> None:
-        """Charge the durable ledger for every grid second these ticks reach and that is not yet
-        charged, in one write.
+        """Charge the durable ledger, in one write, the blocks these ticks need beyond what is
+        already charged, counted in ticks, never in clock seconds: any clock, moved by any app,
+        pays for every tick sealed.
 
         Raises
         ------
@@ -216,13 +231,12 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         """
         if self._ledger is None:
             return
-        first, last = (round(float(t) * self.rate) // self._every for t in (ticks.t[0], ticks.t[-1]))
-        start = first if self._charged_until is None else max(first, self._charged_until)
-        if last < start:
-            return
-        seconds = last - start + 1
-        state = self._ledger.charge(seconds * self.second_bound, keep=0)
-        self._charged_until, self._charged = last + 1, float(state.epsilon_spent)
+        short = len(ticks.t) - self._prepaid
+        if short > 0:
+            blocks = -(-short // self._every)
+            self._ledger.charge(blocks * self.second_bound, keep=0)
+            self._prepaid += blocks * self._every
+        self._prepaid -= len(ticks.t)
 
     def flush(self) -> list[PrivateRelease]:
         """Nothing is held between ticks: always ``[]``."""
@@ -230,6 +244,6 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
 
     def reset(self) -> None:
         """Forget the stream but not the mechanism's state: the ε spent in the last ``w`` ticks
-        still counts, so a restart cannot buy a fresh window's budget. The median starts again
-        with the new stream's first tick."""
+        still counts, so a restart cannot buy a fresh window's budget, nor the ledger's block
+        already charged. The median starts again with the new stream's first tick."""
         self._smoothed = None

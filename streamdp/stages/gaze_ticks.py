@@ -97,8 +97,10 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
     """Ordered gaze in, one position per public tick out (a :class:`~streamdp.stages.base.Stage`).
 
     Tick ``k`` lies at ``t_k = k / rate`` on the source clock and covers the samples with ``t``
-    in ``(t_{k-1}, t_k]`` (``t_k − 1/rate`` taken on the grid itself, so the intervals tile the
-    clock and every sample lies in exactly one tick). Its position is the mean, in degrees
+    in ``(b_{k-1}, b_k]``, ``b_k = (k + ½) / rate``: the interval centred on the tick (so the
+    intervals tile the clock and every sample lies in exactly one tick, and a source sampling at
+    the tick rate with timestamps on the grid itself, up to float rounding, puts one sample in
+    each tick rather than two in one and none in the next). Its position is the mean, in degrees
     (:func:`~streamdp.kernels.geometry.norm_to_degrees` with ``fov_deg``), of its usable samples
     (``valid`` and ``confidence >= min_confidence``): their sum, taken over that tick's samples
     alone, divided by their count. So every bit of a tick is a function of its own samples, and
@@ -106,16 +108,24 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
     centre (0.0, 0.0) and ``has_gaze`` False.
 
     **First tick.** The tick whose interval holds the stream's first sample (valid or not): the
-    smallest ``k`` with ``t_k >= t_first``. From there every tick of the grid is emitted, through
+    smallest ``k`` with ``b_k >= t_first``. From there every tick of the grid is emitted, through
     gaps, until the stream ends.
 
     **Closing.** The clock is the newest sample time, or a later time given to :meth:`advance`.
-    A tick is closed, and emitted once, when the clock is strictly past it (``t_k < clock``): a
-    tick exactly at the newest sample stays open, since another sample with that very timestamp
-    may follow (timestamps only never decrease), until a later sample or :meth:`advance` moves the
-    clock past it. :meth:`flush` closes every tick up to the one holding the last sample. A
-    sample that falls in a tick already closed by :meth:`advance` broke the caller's promise: it
-    is dropped and counted in ``late`` (local; :meth:`flush` keeps it, :meth:`reset` clears it).
+    A tick is closed, and emitted once, when the clock is strictly past its interval's end
+    (``b_k < clock``): a tick ending exactly at the newest sample stays open, since another
+    sample with that very timestamp may follow (timestamps only never decrease), until a later
+    sample or :meth:`advance` moves the clock past it. :meth:`flush` closes every tick up to the
+    one holding the last sample. A sample that falls in a tick already closed by :meth:`advance`
+    broke the caller's promise: it is dropped and counted in ``late`` (local; :meth:`flush` keeps
+    it, :meth:`reset` clears it).
+
+    **Clock jumps (live, ``jump`` given).** A step of the clock (the next sample, or a time given
+    to :meth:`advance`) more than ``jump`` s past it is a jump (``T`` from an app, Time Sync), not
+    a gap in the gaze: the ticks up to the one holding the clock are emitted and the grid starts
+    anew at the tick of the new clock, without covering the skipped interval. A new stream (after
+    :meth:`flush` or :meth:`restart`) starts after the last tick emitted if its first tick is at
+    most ``jump`` s before it (no tick repeats); further back, it is a new segment on the new clock.
 
     Parameters
     ----------
@@ -126,6 +136,8 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         (0, 180); default that of :class:`~streamdp.stages.event_config.EventConfig`.
     min_confidence : float
         Samples below it take no part, in [0, 1]; default ``EventConfig().min_confidence``.
+    jump : float, optional
+        Live: seconds of clock step beyond which the clock jumped (None: every gap is covered).
 
     Raises
     ------
@@ -138,11 +150,11 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
     --------
     >>> gaze = GazeBatch.from_arrays(t=[0.01, 0.02, 0.06, 0.07], x=[0.5] * 4, y=[0.5] * 4)
     >>> ticks = GazeTicks(rate=20.0)
-    >>> ticks.update(gaze).t.tolist()  # t_1 = 0.05 closes: a sample came after it
-    [0.05]
+    >>> ticks.update(gaze).t.tolist()  # tick 0 (0 ± 0.025 s) closes: a sample came after it
+    [0.0]
     >>> out = ticks.advance(0.2)
     >>> out.t.tolist(), out.has_gaze.tolist()
-    ([0.1, 0.15], [True, False])
+    ([0.05, 0.1, 0.15], [True, False, False])
     >>> ticks.flush().t.tolist()  # the last sample's tick was closed by advance already
     []
     """
@@ -153,6 +165,7 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         rate: float = DEFAULT_TICK_RATE,
         fov_deg: tuple[float, float] = _EVENTS.fov_deg,
         min_confidence: float = _EVENTS.min_confidence,
+        jump: float | None = None,
     ) -> None:
         r = _number("rate", rate)
         if not (math.isfinite(r) and r > 0):
@@ -163,12 +176,26 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         self.rate = r
         self.fov_deg = _check_fov(fov_deg)
         self.min_confidence = c
+        if jump is not None and not (math.isfinite(j := _number("jump", jump)) and j > 0):
+            raise ValueError(f"GazeTicks jump must be finite and > 0 s, got {jump!r}")
+        self.jump = None if jump is None else float(jump)
         self.reset()
 
     def reset(self) -> None:
         """Forget the stream and the ``late`` count, as a freshly built stage."""
         self.late = 0
+        #: live: the tick after the last one emitted, where a new stream near it continues
+        self._floor: int | None = None
         self._clear()
+
+    def restart(self) -> None:
+        """A new stream on the same topic: forget the samples, keep where the ticks stopped."""
+        self._clear()
+
+    @property
+    def next_tick(self) -> int | None:
+        """The first tick not yet emitted (None before the stream's first sample)."""
+        return self._next
 
     def _clear(self) -> None:
         self._next: int | None = None  # the first tick not yet emitted; None before the first sample
@@ -179,18 +206,19 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         self._y: list[_F64] = []
 
     def tick_of(self, t: _F64) -> NDArray[np.int64]:
-        """The tick holding each time: the smallest ``k`` with ``k / rate >= t`` (exact on the
-        float grid).
+        """The tick holding each time: the smallest ``k`` with ``b_k = (2k + 1) / (2·rate) >= t``
+        (exact on the float grid: every comparison is with that one expression).
 
         Examples
         --------
-        >>> GazeTicks(rate=10.0).tick_of(np.array([0.1, 0.10000001, -0.05])).tolist()
-        [1, 2, 0]
+        >>> GazeTicks(rate=10.0).tick_of(np.array([0.15, 0.15000001, 0.1, 0.0999999, -0.05])).tolist()
+        [1, 2, 1, 1, -1]
         """
-        r = self.rate
-        k = np.ceil(np.asarray(t, dtype=np.float64) * r)
-        k += k / r < t
-        k -= (k - 1.0) / r >= t
+        r2 = 2.0 * self.rate
+        t = np.asarray(t, dtype=np.float64)
+        k = np.ceil(t * self.rate - 0.5)
+        k += (2.0 * k + 1.0) / r2 < t
+        k -= (2.0 * k - 1.0) / r2 >= t
         return k.astype(np.int64)
 
     def update(self, batch: GazeBatch, /) -> Ticks:
@@ -209,9 +237,28 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
                 f"{batch.source}: timestamps go backwards between batches: {self._last_t!r} then "
                 f"{float(batch.t[0])!r}; the batch was rejected"
             )
+        if self.jump is not None:
+            steps = np.diff(batch.t, prepend=self._clock if self._next is not None else batch.t[0])
+            if (jumps := np.flatnonzero(steps > self.jump)).size:
+                i = int(jumps[0])
+                before = self._take(batch.slice(0, i)) if i else Ticks.empty()
+                return Ticks.concat([before, self._jumped(float(batch.t[i])), self.update(batch.slice(i, len(batch)))])
+        return self._take(batch)
+
+    def _jumped(self, clock: float) -> Ticks:
+        """The clock jumped to ``clock``: close the old grid's open tick, start anew at the jump."""
+        out = self._emit_until(int(self.tick_of(np.array([self._clock]))[0]) + 1)
+        self._next = int(self.tick_of(np.array([clock]))[0])
+        self._clock = clock
+        return out
+
+    def _take(self, batch: GazeBatch) -> Ticks:
         k = self.tick_of(batch.t)
         if self._next is None:
             self._next = int(k[0])
+            floor, jump = self._floor, self.jump
+            if floor is not None and jump is not None and 0 < floor - self._next <= jump * self.rate:
+                self._next = floor  # near where the topic's ticks stopped: none repeats
         self._last_t = float(batch.t[-1])
         fresh = k >= self._next
         self.late += int(np.count_nonzero(~fresh))
@@ -241,8 +288,9 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
             raise ValueError(f"GazeTicks advance clock must be finite, got {clock!r}")
         if self._next is None or c <= self._clock:
             return Ticks.empty()
+        jumped = self._jumped(c) if self.jump is not None and c - self._clock > self.jump else Ticks.empty()
         self._clock = c
-        return self._emit_until(int(self.tick_of(np.array([c]))[0]))
+        return Ticks.concat([jumped, self._emit_until(int(self.tick_of(np.array([c]))[0]))])
 
     def flush(self) -> Ticks:
         """End of stream: emit every tick up to the one holding the last sample; the next
@@ -276,5 +324,7 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
             rest = cut < len(kk)
             self._k, self._x, self._y = ([kk[cut:]], [xs[cut:]], [ys[cut:]]) if rest else ([], [], [])
         self._next = end
+        if self.jump is not None:
+            self._floor = end
         t = np.arange(start, end, dtype=np.float64) / self.rate
         return Ticks(t, deg, has)

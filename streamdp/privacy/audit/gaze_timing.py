@@ -174,9 +174,10 @@ def publish_times(
     """
     live = replace(config, gaze_channel=True)
     streams = _streams(live, distance, duration)
-    until = START + duration + live.reorder_window + live.deadline_slack + 2.0 / live.gaze_rate
+    offset = live.tick_offset
+    until = START + duration + offset + 2.0 / live.gaze_rate
     out = {name: _drive(live, g, until=until, seed=seed, patch=patch) for name, g in streams.items()}
-    return PublishTimes(out, live.reorder_window + live.deadline_slack)
+    return PublishTimes(out, offset)
 
 
 def audit_distance(config: SessionConfig) -> float:
