@@ -39,7 +39,7 @@ def describe_gaze_channel(config: SessionConfig) -> str:
     --------
     >>> describe_gaze_channel(SessionConfig(gaze_channel=True))  # doctest: +NORMALIZE_WHITESPACE
     '; gaze channel on streamdp.gaze.geo-uniform: 60 ticks a second, ε 20 per degree over any 60 ticks,
-    released through a public median of the last 9'
+    released through a public median of the last 5'
     >>> describe_gaze_channel(SessionConfig())
     ''
     """
