@@ -131,8 +131,6 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         self._order = None if hold is None else ReorderBuffer(reorder)
         #: live: the earliest gaze received before the grid started, which starts it (None before any)
         self._first: float | None = None
-        #: the time of the last tick computed (None before any)
-        self.last_tick: float | None = None
 
     @property
     def next_due(self) -> float | None:
@@ -193,7 +191,6 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         where the ticks stopped (the new stream's never repeat them)."""
         self.ticks.restart()
         self.privatizer.reset()
-        self.last_tick = None
         self._first = None
         if self._order is not None:
             self._order.reset()
@@ -204,7 +201,6 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         """Sanitize ``ticks``: returned (a recording) or held to their public time (live)."""
         if not len(ticks):
             return []
-        self.last_tick = float(ticks.t[-1])
         releases = self.privatizer.update(ticks)
         if self._hold is None:
             return releases
