@@ -10,8 +10,8 @@ the shell's timer calls ``advance_to`` at each deadline between bursts, as ``Rel
 - **receipt → app**: from the arrival of the gaze datum that completes the tick (the first, in
   send order, past the end of its interval) to the tick's release;
 - **timestamp → app**: from that datum's own timestamp, and from the mean timestamp of the tick's
-  own samples (the position it reports), to the release, plus the smoothing's lag (a causal median
-  of k ticks lags (k − 1)/2 ticks).
+  own samples (the position it reports), to the release, plus the smoothing's step lag
+  (:func:`~streamdp.kernels.smoothing.smoothing_lag`: a causal median of k ticks lags (k − 1)/2 ticks).
 
 These are the public schedule's figures, exact on the source clock; the relay adds its hand-off
 (``test_per_tick_processing_on_capture_bursts``: p99 well under 1 ms) and its timer's wake-up.
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from streamdp.config import SessionConfig
-from streamdp.kernels.smoothing import smoothing_length
+from streamdp.kernels.smoothing import smoothing_lag
 from streamdp.stages.gaze_ticks import GazeTicks
 from streamdp.synthetic import generate
 from tests.gaze_channel_driver import bursts_of, drive
@@ -61,7 +61,7 @@ def test_tick_latency_from_the_eye_to_the_app(benchmark, eye_lag):
     ends = (2.0 * np.rint(t * rate) + 1.0) / (2.0 * rate)
     arrived, stamp = _completing(bursts, ends)
     receipt = (released - arrived) * 1000
-    lag_ms = (smoothing_length(config.gaze_smoothing) - 1) / 2 / rate * 1000
+    lag_ms = smoothing_lag(config.gaze_smoothing) / rate * 1000  # noise-free step lag
     from_stamp = (released - stamp) * 1000 + lag_ms
     from_centre = (released - t) * 1000 + lag_ms  # the tick's samples are centred on it
     p = lambda a: {q: float(np.nanpercentile(a, v)) for q, v in (("p50", 50), ("p99", 99), ("max", 100))}  # noqa: E731

@@ -23,7 +23,7 @@ from .schedule_defaults import DEFAULT_TICK_REORDER_WINDOW
 from .stages.ahead import CLOCK_JUMP
 from .stages.base import Stage
 from .stages.gaze_privatizer import GazePrivatizer
-from .stages.gaze_ticks import GazeTicks, Ticks
+from .stages.gaze_ticks import GazeTicks, Ticks, TickSamples
 from .stages.hold import ReleaseHold
 from .stages.reorder import ReorderBuffer
 
@@ -145,7 +145,7 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         if k is None:
             if self._first is None:
                 return None
-            k = int(self.ticks.tick_of(np.array([self._first]))[0])
+            k = self.ticks.tick_at(self._first)
         return k / self.rate + self._hold.offset
 
     def due(self, clock: float) -> list[PrivateRelease]:
@@ -182,9 +182,10 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         return out if self._hold is None else self._hold.take_all()
 
     def _ordered(self, cols: GazeColumns) -> None:
-        # the ticks read positions, confidence and validity only: no diameter unit is needed
+        # the ticks read positions, confidence and validity only, checked when decoded
         if len(cols):
-            self._release(self.ticks.update(cols.to_batch("none", "gaze channel")))
+            samples = TickSamples.from_columns(cols.t, cols.x, cols.y, cols.confidence, cols.valid, "gaze channel")
+            self._release(self.ticks.update(samples))
 
     def reset(self) -> None:
         """A new stream; the mechanism's spending over the last ``w`` ticks is kept, and live,

@@ -185,7 +185,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
             return out + self._after(self._guarded(lambda: self.pipeline.advance(t)))
         if self.gaze is not None:
             self.gaze.advance(t)  # ticks without gaze, held to their time
-            chunk = self._chunk_deadline()
+            chunk = self.next_chunk_deadline
             if chunk is None or chunk > t:  # a tick's deadline: the feature stages keep their pacing
                 return out + self._publish_due(t)
         out += self._feed(self._order.advance(t))
@@ -201,14 +201,14 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
 
     @property
     def next_deadline(self) -> float | None:
-        """Source time at which the next chunk or gaze tick is due (``config.chunk_hold`` after its
-        last step, ``config.tick_hold`` after a tick; None before the first gaze): a live shell
-        calls :meth:`advance_to` once its clock passes it, whatever the gaze did."""
-        due, tick = self._chunk_deadline(), self.gaze.next_due if self.gaze is not None else None
+        """Source time at which the next chunk or gaze tick is due (None before the first gaze): a
+        live shell calls :meth:`advance_to` once its clock passes it, whatever the gaze did."""
+        due, tick = self.next_chunk_deadline, self.gaze.next_due if self.gaze is not None else None
         return due if tick is None else tick if due is None else min(due, tick)
 
-    def _chunk_deadline(self) -> float | None:
-        """The next chunk's public release time (held, or still to compute)."""
+    @property
+    def next_chunk_deadline(self) -> float | None:
+        """The next chunk's public release time (held, or still to compute; None before any)."""
         due = self._hold.next_due
         if due is not None or (due := self.pipeline.features.next_deadline) is None or self._order is None:
             return due
@@ -356,9 +356,9 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
 
     def _decoded(self) -> list[PrivateRelease]:
         self._count_bad()
+        if not self.decoder.pending and not self.decoder.pending_blinks:
+            return []  # a deadline's wake between bursts: nothing decoded since
         cols, blinks = self.decoder.take()
-        if not len(cols) and blinks is None:
-            return []
         return self.update(cols, blinks)
 
     def _feed(self, cols: GazeColumns) -> list[PrivateRelease]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from streamdp.errors import TimestampOrderError
 from streamdp.gaze import GazeBatch
 from streamdp.kernels.geometry import CAMERA_FOV_DEG, norm_to_degrees
-from streamdp.stages.gaze_ticks import DEFAULT_TICK_RATE, GazeTicks, Ticks
+from streamdp.stages.gaze_ticks import DEFAULT_TICK_RATE, GazeTicks, Ticks, TickSamples
 from streamdp.synthetic import generate
 
 FOV = CAMERA_FOV_DEG["pupil_core_720p"]
@@ -79,6 +79,39 @@ def test_tick_of_is_exact_on_the_grid_even_at_unix_times():
 def test_tick_of_finds_the_interval_holding_a_time(t, rate):
     k = int(GazeTicks(rate=rate).tick_of(np.array([t]))[0])
     assert lo(k, rate) < t <= hi(k, rate)
+
+
+@settings(max_examples=300, deadline=None)
+@given(t=st.floats(-1e9, 2e9, allow_nan=False), rate=st.floats(0.5, 2000.0), nudge=st.sampled_from([-1, 0, 1]))
+def test_tick_at_a_time_is_tick_of_it(t, rate, nudge):
+    """The scalar path (the clock, the grid's start) and the array path agree bit for bit, on the
+    interval ends above all."""
+    stage = GazeTicks(rate=rate)
+    k = int(stage.tick_of(np.array([t]))[0])
+    for u in (t, hi(k, rate), lo(k, rate)):
+        u = float(np.nextafter(u, np.inf * nudge)) if nudge else u
+        assert stage.tick_at(u) == int(stage.tick_of(np.array([u]))[0])
+
+
+def test_samples_taken_from_columns_give_the_ticks_of_the_validated_batch():
+    gaze = SYN.slice(0, 600)
+    checked, light = GazeTicks(rate=60.0), GazeTicks(rate=60.0)
+    light_samples = TickSamples.from_columns(gaze.t, gaze.x, gaze.y, gaze.confidence, gaze.valid, "cols")
+    a = Ticks.concat([checked.update(gaze), checked.flush()])
+    b = Ticks.concat([light.update(light_samples), light.flush()])
+    assert np.array_equal(a.t, b.t) and np.array_equal(a.deg, b.deg) and np.array_equal(a.has_gaze, b.has_gaze)
+
+
+def test_samples_from_columns_refuse_times_out_of_order_or_not_finite_and_drop_unknown_positions():
+    one = np.ones(3)
+    for t in ([0.0, 0.02, 0.01], [0.0, np.nan, 0.02], [np.inf, 1.0, 2.0], [0.0, 0.01, np.inf]):
+        with pytest.raises(TimestampOrderError, match="cols: the gaze channel's samples are not finite times"):
+            TickSamples.from_columns(np.array(t), one, one, one, np.ones(3, dtype=bool), "cols")
+    x = np.array([0.5, np.nan, 0.5])
+    samples = TickSamples.from_columns(np.array([0.0, 0.01, 0.02]), x, one * 0.5, one, np.ones(3, dtype=bool), "c")
+    assert samples.valid.tolist() == [True, False, True]  # a position that is not finite takes no part
+    ticks = GazeTicks(rate=10.0)
+    assert np.isfinite(Ticks.concat([ticks.update(samples), ticks.flush()]).deg).all()
 
 
 def test_the_ticks_between_two_times_do_not_depend_on_the_gaze():

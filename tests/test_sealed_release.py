@@ -126,6 +126,23 @@ def test_bypass_3_no_attribute_or_ledger_entry_can_be_changed(release):
         release.ledger["epsilon_spent"] = 0.0  # type: ignore[index]
 
 
+def test_a_ledger_part_frozen_once_is_sealed_with_every_release_and_stays_frozen():
+    """The gaze privatizer freezes its public fields once (freeze_constant); a release carrying
+    them is as frozen and as checked as any."""
+    from streamdp.privacy.frozen import freeze, freeze_constant
+
+    fov = freeze_constant([99.0, 53.0], "fov_deg")
+    guarantee = freeze_constant({"unit": "degree", "w": [60]}, "guarantee")
+    assert freeze(fov, "x") is fov and freeze(guarantee, "x") is guarantee  # not walked again
+    assert freeze([99.0, 53.0], "x") is not fov  # an equal value is frozen anew
+    with pytest.raises(TypeError):
+        guarantee["unit"] = "px"  # type: ignore[index]
+    with pytest.raises(ValueError, match=r"ledger\['bad'\] is not finite"):
+        freeze({"fov_deg": fov, "bad": float("nan")}, "ledger")
+    with pytest.raises(TypeError, match="plain values"):
+        freeze({"fov_deg": fov, "obj": object()}, "ledger")
+
+
 def test_nested_ledger_values_are_frozen_too():
     rel = _releases(1, k="private")[0]
     assert isinstance(rel.ledger, MappingProxyType) and isinstance(rel.ledger["k_chosen"], tuple)

@@ -11,10 +11,12 @@ folder appears whole at the end, or not at all.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from ..errors import StreamdpError
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
+from .common import require_extra
 from .console import say
 from .cost import gaze_evaluate_cost
 from .options import config_from
@@ -26,6 +28,10 @@ DEFAULT_TICK_EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
 DEFAULT_WINDOWS = (30, 60)
 DEFAULT_FILTERS = ("median5", "median9", "median15")
 DEFAULT_GAZE_SEEDS = 2
+#: the re-identification attackers (offline.gaze_sequence_attacker.ATTACKERS); cnn needs the attack extra
+ATTACKERS = ("features", "cnn")
+#: the cnn attacker's training, per job and filter, in s per person-second of recording (one CPU thread)
+CNN_PERSON_SECOND_S = 0.002
 
 #: options of the features channel only: (destination, option, its default)
 _FEATURES_ONLY = (
@@ -44,6 +50,7 @@ _GAZE_ONLY = (
     ("trials", "--trials"),
     ("pursuit_seconds", "--pursuit-seconds"),
     ("no_reid", "--no-reid"),
+    ("attackers", "--attackers"),
 )
 
 
@@ -79,8 +86,8 @@ def add_gaze_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--filters",
         nargs="+",
-        help="public post-processing filters compared with the stream as released: median<k> or mean<k> "
-        f"over the last k ticks (default: {' '.join(DEFAULT_FILTERS)}; none: the stream alone)",
+        help="public post-processing filters compared with the stream as released: median<k>, mean<k> or "
+        f"adaptive<k> (k odd) over the last k ticks (default: {' '.join(DEFAULT_FILTERS)}; none: the stream alone)",
     )
     g.add_argument("--trials", type=COUNT, help="dwell trials per person (default: 12)")
     g.add_argument("--pursuit-seconds", type=POSITIVE, help="seconds of pursuit per person (default: 20)")
@@ -89,6 +96,14 @@ def add_gaze_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="skip the re-identification attack (utility only, much faster)",
+    )
+    g.add_argument(
+        "--attackers",
+        nargs="+",
+        choices=ATTACKERS,
+        help="re-identification attackers: features (52 features, four classifiers) and cnn (a convolutional "
+        "network over the ticks' velocity; pip install 'streamdp[attack]'); the report gives each and the best "
+        "of all (default: features)",
     )
 
 
@@ -173,6 +188,11 @@ def run_gaze(args: argparse.Namespace) -> int:
     seed = config.seed if config.seed is not None else 0
     seeds = args.seeds or DEFAULT_GAZE_SEEDS
     reid = not args.no_reid
+    attackers = tuple(dict.fromkeys(args.attackers or ("features",)))
+    if args.attackers and not reid:
+        raise StreamdpError("--attackers chooses the re-identification attackers: drop --no-reid")
+    if "cnn" in attackers:
+        require_extra("torch", "attack", "evaluate --attackers cnn")
     jobs = len(grid) * seeds
     parallel = min(args.workers or default_workers(), default_workers())
     study = None
@@ -194,6 +214,9 @@ def run_gaze(args: argparse.Namespace) -> int:
             )
         people, seconds = args.people, args.seconds
     cost = gaze_evaluate_cost(jobs=jobs, people=people, seconds=seconds, reid=reid, parallel=parallel)
+    if reid and "cnn" in attackers:
+        trainings = jobs * len(filters) / min(parallel, max(jobs, 1))
+        cost = replace(cost, seconds=cost.seconds + trainings * people * seconds * CNN_PERSON_SECOND_S)
     long = preview(cost, "evaluate")
     if study is None:
         say(
@@ -223,6 +246,7 @@ def run_gaze(args: argparse.Namespace) -> int:
             seeds=seeds,
             filters=filters,
             reid=reid,
+            attackers=attackers,
             workers=args.workers or min(default_workers(), jobs),
             progress=not args.quiet,
         )
@@ -232,6 +256,7 @@ def run_gaze(args: argparse.Namespace) -> int:
         "seeds": seeds,
         "seed": None,
         "filters": filters,
+        "attackers": list(attackers) if reid else [],
         "rate_hz": config.gaze_rate,
         "fov_deg": list(study.fov_deg),
     }

@@ -205,8 +205,8 @@ class ConfigFields:
     gaze_rate: float = _opt(DEFAULT_GAZE_RATE, "ticks a second on the source's clock (a public grid)", "gaze")
     gaze_smoothing: str = _opt(
         DEFAULT_GAZE_SMOOTHING,
-        "public causal median of the last k released positions, median<k> (k odd, 3–31) or none: free "
-        "post-processing (one raw sample then reaches k ticks)",
+        "public causal median of the last k released positions, median<k> (k odd, 3–31), adaptive<k> (the same, "
+        "following a jump within one tick) or none: free post-processing (one raw sample then reaches k ticks)",
         "gaze",
     )
     # live

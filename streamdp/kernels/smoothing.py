@@ -1,8 +1,10 @@
 """Causal smoothing of released gaze positions: post-processing, free under differential privacy.
 
-A per-axis median (or, for apps and the evaluation, a mean) of the last ``k`` ticks. The stream's
-first ticks repeat the first one backwards, so the result of a stream fed in batches, with the
-last ``k - 1`` positions carried as ``history``, equals that of the whole stream at once.
+A per-axis median (or, for apps and the evaluation, a mean) of the last ``k`` ticks, or the
+adaptive median of :mod:`streamdp.kernels.adaptive_median`, which follows a jump within one
+tick. The stream's first ticks repeat the first one backwards, so the result of a stream fed in
+batches, with the last ``k - 1`` positions carried as ``history``, equals that of the whole
+stream at once.
 
 Examples
 --------
@@ -21,19 +23,22 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
-__all__ = ["MAX_SMOOTHING_TICKS", "causal_smooth", "check_smoothing", "smoothing_length"]
+from .adaptive_median import adaptive_medians, few_adaptive_medians
+
+__all__ = ["MAX_SMOOTHING_TICKS", "causal_smooth", "check_smoothing", "smoothing_lag", "smoothing_length"]
 
 #: the longest on-device median, in ticks (half a second at 60 Hz: longer lags the gaze too much)
 MAX_SMOOTHING_TICKS = 31
 
 _F64 = NDArray[np.float64]
-_PATTERN = re.compile(r"^(median|mean)(\d+)$")
+_PATTERN = re.compile(r"^(median|mean|adaptive)(\d+)$")
 
 
 def check_smoothing(name: object, *, max_ticks: int = 600, median_only: bool = False) -> str:
     """``name`` if it names a causal filter: ``"none"``, ``"median<k>"`` or ``"mean<k>"`` with
-    2 ≤ k ≤ ``max_ticks``; ``median_only``: an odd-length median only (its output is one of its
-    inputs, so released positions stay on the noise's lattice).
+    2 ≤ k ≤ ``max_ticks``, or ``"adaptive<k>"`` (:mod:`~streamdp.kernels.adaptive_median`) with k
+    odd, 3 ≤ k ≤ ``max_ticks``; ``median_only``: an odd-length median or adaptive median only (its
+    output is one of its inputs, so released positions stay on the noise's lattice).
 
     Raises
     ------
@@ -49,26 +54,52 @@ def check_smoothing(name: object, *, max_ticks: int = 600, median_only: bool = F
     >>> check_smoothing("mean9", median_only=True)
     Traceback (most recent call last):
     ...
-    ValueError: smoothing must be none or median<k> with k odd, 3 ≤ k ≤ 600 ticks, got 'mean9'
+    ValueError: smoothing must be none, median<k> or adaptive<k> with k odd, 3 ≤ k ≤ 600 ticks, got 'mean9'
     """
     if not isinstance(name, str):
         raise TypeError(f"smoothing must be a str such as 'median9' or 'none', got {name!r}")
     m = _PATTERN.match(name)
     if median_only:
-        k = int(m.group(2)) if m and m.group(1) == "median" else 0
+        k = int(m.group(2)) if m and m.group(1) != "mean" else 0
         if name != "none" and not (3 <= k <= max_ticks and k % 2):
             raise ValueError(
-                f"smoothing must be none or median<k> with k odd, 3 ≤ k ≤ {max_ticks} ticks, got {name!r}"
+                f"smoothing must be none, median<k> or adaptive<k> with k odd, 3 ≤ k ≤ {max_ticks} ticks, got {name!r}"
             )
-    elif name != "none" and not (m and 2 <= int(m.group(2)) <= max_ticks):
-        raise ValueError(f"filter must be none, median<k> or mean<k> with 2 ≤ k ≤ {max_ticks} ticks, got {name!r}")
+    elif name != "none" and not (
+        m and 2 <= int(m.group(2)) <= max_ticks and (m.group(1) != "adaptive" or int(m.group(2)) % 2)
+    ):
+        raise ValueError(
+            f"filter must be none, median<k> or mean<k> with 2 ≤ k ≤ {max_ticks} ticks or adaptive<k> with k odd, "
+            f"got {name!r}"
+        )
     return name
 
 
 def smoothing_length(name: str) -> int:
-    """The ticks one filter output reads: ``k`` for ``median<k>``/``mean<k>``, 1 for ``"none"``."""
+    """The ticks one filter output reads: ``k`` for ``median<k>``/``mean<k>``/``adaptive<k>``, 1
+    for ``"none"``."""
     m = _PATTERN.match(name)
     return 1 if m is None else int(m.group(2))
+
+
+def smoothing_lag(name: str) -> int:
+    """The filter's step lag in ticks: after a noise-free step from one constant position to
+    another at tick ``s``, the first tick whose output is the new position, less ``s``.
+
+    ``(k - 1) // 2`` for ``median<k>``, ``k - 1`` for ``mean<k>`` (its output equals the new
+    position once the window holds no old one), 1 for ``adaptive<k>`` with k ≥ 5 (0 for k = 1 and
+    for ``"none"``; ``adaptive3`` is ``median3``: 1).
+
+    Examples
+    --------
+    >>> smoothing_lag("median5"), smoothing_lag("adaptive9"), smoothing_lag("mean4"), smoothing_lag("none")
+    (2, 1, 3, 0)
+    """
+    m = _PATTERN.match(check_smoothing(name))
+    if m is None:
+        return 0
+    k = int(m.group(2))
+    return {"median": (k - 1) // 2, "mean": k - 1, "adaptive": min(1, (k - 1) // 2)}[m.group(1)]
 
 
 #: up to this many rows, an odd median is taken in Python: the live channel smooths one or two
@@ -94,6 +125,13 @@ def causal_smooth(values: _F64, name: str, history: _F64 | None = None) -> tuple
         return values, history
     if history is None:
         history = np.repeat(values[:1], k - 1, axis=0)
+    if name.startswith("adaptive"):
+        if values.ndim == 2 and len(values) <= _FEW:
+            rows = history.tolist() + values.tolist()
+            out_rows = few_adaptive_medians(rows, k, len(values))
+            return np.array(out_rows, dtype=np.float64).reshape(values.shape), np.array(rows[-(k - 1) :])
+        padded = np.concatenate([history, values])
+        return adaptive_medians(padded, k), padded[-(k - 1) :].copy()
     if name.startswith("median") and k % 2 and values.ndim == 2 and len(values) <= _FEW:
         return _few_medians(values, history, k)
     padded = np.concatenate([history, values])

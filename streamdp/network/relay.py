@@ -92,8 +92,8 @@ class Relay:
         Seconds the relay lets gaze queue between two reads while no release is near (0: read
         every burst). Capture publishes ~30–60 bursts a second; waking for each costs more than
         decoding them, and the stages run once every few steps anyway. From ``read_interval`` before
-        a deadline on, the relay reads every burst, so a release goes out as soon as the gaze
-        makes it due.
+        a chunk's deadline on, the relay reads every burst, so a chunk goes out as soon as the gaze
+        makes it due; it wakes at each tick's deadline (and reads then).
     deployment_check : callable, optional
         Capture's ports by name → a :class:`~streamdp.network.doctor.DeploymentReport` (a partial
         of :func:`~streamdp.network.doctor.check_ports`): run when the relay connects and
@@ -232,15 +232,14 @@ class Relay:
         than on Capture's clock by Capture's delivery delay, never earlier)."""
         return self._reads.now()
 
-    def _until_due(self) -> float | None:
-        """Seconds until the session's next chunk is due on the schedule's clock, or None."""
-        due, now = self.session.next_deadline, self.schedule_now()
+    def _until_due(self, chunks_only: bool = False) -> float | None:
+        """Seconds until the next chunk or tick (``chunks_only``: chunk) is due on the schedule's clock."""
+        due, now = self.session.next_chunk_deadline if chunks_only else self.session.next_deadline, self.schedule_now()
         return None if due is None or now is None else due - now
 
     def _release_due(self) -> None:
-        """The public schedule: a chunk whose deadline passed is released now, with what is
-        known, whether or not gaze came; not while gaze is still queued (a backlog is read
-        first, so that a chunk never goes out without gaze that had arrived)."""
+        """The public schedule: a chunk or tick whose deadline passed is released now with what is
+        known, gaze or not; not while gaze is queued (it is read first: none that arrived is left out)."""
         if not self._queue_empty:
             return
         wait = self._until_due()
@@ -290,7 +289,8 @@ class Relay:
                 wait = self._until_due()
                 if wait is not None:
                     timeout = min(timeout, max(0.0, wait))
-                pause = self._reads.pause(wait=wait, timeout=timeout)
+                # a tick's deadline is a time to wake and read, not to read every burst before it
+                pause = self._reads.pause(wait=self._until_due(chunks_only=True), timeout=timeout)
                 if pause > 0:
                     if self._stop.wait(pause):
                         break

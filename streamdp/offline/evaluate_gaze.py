@@ -13,7 +13,10 @@ several noise seeds, on the people of :func:`~streamdp.offline.gaze_study.gaze_s
 - **re-identification**: the 52 features an attacker computes from the released stream of each
   reading and search recording (:func:`~streamdp.offline.gaze_study.ticks_recording`), the first
   half training and the second testing, each half's features from that half alone; k-NN, SVM,
-  tree and forest (:mod:`streamdp.offline.classify`), per sample and voted per recording;
+  tree and forest (:mod:`streamdp.offline.classify`), per sample and voted per recording; with
+  ``attackers`` naming ``"cnn"``, also a convolutional network over the released ticks' velocity
+  trained on the same halves (:mod:`streamdp.offline.gaze_sequence_attacker`, the ``attack``
+  extra), per window and voted per recording (rows of classifier ``"cnn"``);
 - **task**: with task labels (a manifest's study, :mod:`streamdp.offline.gaze_manifest`), the
   same features classify each recording's task, leaving one participant out.
 
@@ -45,6 +48,7 @@ from .classify import Released, reidentification, task_classification
 from .executors import job_results
 from .executors import progress as progress_bar
 from .gaze_measures import angular_error, dwell_accuracy
+from .gaze_sequence_attacker import ATTACKERS, CNN_CLASSIFIER, check_attackers, cnn_reidentification, require_torch
 from .gaze_study import GazeStudy, check_filter, midpoint, sanitize_stream, smooth, split_features, ticks_recording
 
 _F64 = NDArray[np.float64]
@@ -106,10 +110,12 @@ def gaze_grid(
 
 @dataclass(frozen=True)
 class GazePlan:
-    """What every job measures: the filters besides ``"none"``, and whether to attack."""
+    """What every job measures: the filters besides ``"none"``, whether to attack, and with which
+    re-identification attackers (:data:`~streamdp.offline.gaze_sequence_attacker.ATTACKERS`)."""
 
     filters: tuple[str, ...] = ()
     reid: bool = True
+    attackers: tuple[str, ...] = ("features",)
 
 
 def evaluate_gaze(
@@ -120,27 +126,35 @@ def evaluate_gaze(
     seeds: int = 1,
     filters: Sequence[str] = (),
     reid: bool = True,
+    attackers: Sequence[str] = ("features",),
     workers: int = 1,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per grid point × seed × filter × metric × target (× classifier × voting for the
-    attack), in job order whatever order the jobs finish in.
+    attack), in job order whatever order the jobs finish in. ``attackers``: the re-identification
+    attackers, ``"features"`` (the 52 features, four classifiers; also the task attack and the
+    raw-gaze baseline) and ``"cnn"`` (the network on the ticks).
 
     Raises
     ------
     ValueError, TypeError
-        A point the configuration refuses, an unknown filter, ``seeds`` or ``workers`` below 1
-        (all before any work).
+        A point the configuration refuses, an unknown filter or attacker, ``seeds`` or
+        ``workers`` below 1 (all before any work).
+    ImportError
+        ``"cnn"`` without PyTorch (naming the ``attack`` extra), before any work.
     """
     for point in grid:
         point.instance(study.config)
+    chosen = check_attackers(attackers)
+    if CNN_CLASSIFIER in chosen and reid:
+        require_torch()
     for name, v in (("seeds", seeds), ("workers", workers)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be an int ≥ 1, got {v!r}")
     reid = reid and bool(study.recordings)  # a study made without its re-identification recordings
-    plan = GazePlan(tuple(check_filter(f) for f in filters if f != "none"), reid)
+    plan = GazePlan(tuple(check_filter(f) for f in filters if f != "none"), reid, chosen)
     jobs = [(p, seed + j * len(study.streams), j) for p in grid for j in range(seeds)]
-    jobs = [job for job in jobs if reid or job[0].mechanism != "raw-gaze"]
+    jobs = [job for job in jobs if (reid and "features" in chosen) or job[0].mechanism != "raw-gaze"]
     results: dict[int, list[dict[str, Any]]] = {}
     # spawn, as evaluate(): no fork after scikit-learn or BLAS started threads
     done = job_results(run_gaze_job, jobs, workers=workers, shared=(study, plan), start_method="spawn")
@@ -163,7 +177,7 @@ def run_gaze_job(
         "seed": repetition,
     }
     chance = 1.0 / len(study.people)
-    if point.mechanism == "raw-gaze":
+    if point.mechanism == "raw-gaze":  # the feature attacker's baseline
         parts = [
             _split_parts(study, rec, midpoint(s.ticks.t))
             for rec, s in zip(study.recordings, study.reid_streams, strict=True)
@@ -202,8 +216,24 @@ def run_gaze_job(
                 _split_parts(study, ticks_recording(s.ticks.t, v, study.fov_deg, rec.name), midpoint(s.ticks.t))
                 for rec, s, v in zip(study.recordings, study.reid_streams, values[n:], strict=True)
             ]
-            rows += _reid_rows(at, parts, study, repetition, "ticks", chance)
+            if "features" in plan.attackers:
+                rows += _reid_rows(at, parts, study, repetition, "ticks", chance)
+            if CNN_CLASSIFIER in plan.attackers:
+                rows += cnn_rows(study, values[n:], at, repetition)
     return rows
+
+
+def cnn_rows(study: GazeStudy, values: Sequence[_F64], at: dict[str, Any], repetition: int) -> list[dict[str, Any]]:
+    """Re-identification of ``study.person_of`` by the network (classifier ``"cnn"``) from the
+    released positions ``values`` of the re-identification recordings, each cut at its midpoint;
+    the network's seed is the repetition's."""
+    streams = study.reid_streams
+    tracks = [(s.ticks.t, v) for s, v in zip(streams, values, strict=True)]
+    mids = [midpoint(s.ticks.t) for s in streams]
+    acc, voted = cnn_reidentification(tracks, study.person_of, mids, seed=repetition)
+    row = {**at, "metric": "reidentification", "target": "ticks", "classifier": CNN_CLASSIFIER,
+           "chance": 1.0 / len(study.people)}  # fmt: skip
+    return [{**row, "voting": "no", "value": acc}, {**row, "voting": "yes", "value": voted}]
 
 
 def path_errors(t: _F64, deg: _F64, target_t: _F64, target_deg: _F64) -> _F64:
@@ -311,11 +341,13 @@ def _reid_rows(
 
 
 __all__ = [
+    "ATTACKERS",
     "BASELINES",
     "DEFAULT_TICK_EPSILONS",
     "DEFAULT_WINDOWS",
     "GazePlan",
     "GazePoint",
+    "cnn_rows",
     "evaluate_gaze",
     "gaze_grid",
     "path_errors",

@@ -14,6 +14,7 @@ import numpy as np
 
 from .gaze_report import TARGET_ERROR_DEG, TARGET_REID_FRACTION, Setting, _label, _pm, _table, filters_of, settings
 from .gaze_report import stat as _stat
+from .gaze_sequence_attacker import attacker_rows, attackers_of
 
 #: the attacks of a manifest's study: (metric, what the table calls it)
 ATTACKS = (("reidentification", "Re-identification (participant)"), ("task_accuracy", "Task (task column)"))
@@ -21,7 +22,8 @@ ATTACKS = (("reidentification", "Re-identification (participant)"), ("task_accur
 
 def best_attacker(rows: Sequence[dict[str, Any]], s: Setting | str, metric: str) -> tuple[str, str, float]:
     """The strongest attacker of ``metric`` at ``s``: (filter, classifier, voted accuracy, mean
-    over seeds), the best over every filter and classifier measured; NaN when none was."""
+    over seeds), the best over every filter and classifier measured (the network ``"cnn"``
+    among them); NaN when none was."""
     at = {"mechanism": s} if isinstance(s, str) else {"mechanism": s[0], "epsilon_tick": s[1], "w": s[2]}
     pairs = dict.fromkeys(
         (r["filter"], r["classifier"]) for r in rows if r["metric"] == metric and all(r[k] == v for k, v in at.items())
@@ -54,8 +56,8 @@ def manifest_markdown(rows: Sequence[dict[str, Any]], title: str = "the manifest
         "raw ticks of every recording (ticks with gaze; all ticks), degrees. Attacks: 52 features from the "
         "released ticks; re-identification of the participant (first half of each recording trains, second "
         "tests) and classification of the task (leaving one participant out); mean of k-NN, SVM, tree and "
-        "forest, majority vote per recording, per sample in brackets; best attacker: the strongest filter × "
-        "classifier.",
+        "forest, majority vote per recording, per sample in brackets (cnn: a convolutional network over the "
+        "ticks' velocity, per window in brackets); best attacker: the strongest filter × classifier.",
         "",
         "## As released (no filter)",
         "",
@@ -85,13 +87,15 @@ def manifest_markdown(rows: Sequence[dict[str, Any]], title: str = "the manifest
         if not any(r["metric"] == metric for r in rows):
             continue
         out += ["", f"## {name} (voted; per sample in brackets)", ""]
-        head = ["mechanism", "ε/tick", "w", "ε_w", *[f"features of {f}" for f in filts], "best attacker"]
+        attackers = [a for a in attackers_of(rows) if a == "features" or metric == "reidentification"] or ["features"]
+        columns = [(a, f) for a in attackers for f in filts]
+        head = ["mechanism", "ε/tick", "w", "ε_w", *[f"{a} of {f}" for a, f in columns], "best attacker"]
         body = []
         for s in [("raw-gaze", math.inf, 0), *noised]:
             cells = []
-            for f in filts:
-                v = _stat(rows, _key(s), metric=metric, filter=f, voting="yes")
-                ps = _stat(rows, _key(s), metric=metric, filter=f, voting="no")[0]
+            for a, f in columns:
+                v = _stat(attacker_rows(rows, a), _key(s), metric=metric, filter=f, voting="yes")
+                ps = _stat(attacker_rows(rows, a), _key(s), metric=metric, filter=f, voting="no")[0]
                 cells.append("–" if not np.isfinite(v[0]) else f"{_pm(v)} ({ps:.2f})")
             bf, bc, bv = best_attacker(rows, _key(s), metric)
             cells.append("–" if not np.isfinite(bv) else f"{bv:.2f} ({bc}, {bf})")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..config import SessionConfig
+from .gaze_sequence_attacker import attacker_rows, attackers_of
 from .results import seed_stats, shared_config
 
 #: the columns of results.csv, in order
@@ -56,9 +57,16 @@ def stat(rows: Sequence[dict[str, Any]], s: Setting | str, **match: Any) -> tupl
     return seed_stats(list(rows), **at, **match)
 
 
-def reid(rows: Sequence[dict[str, Any]], s: Setting | str, filt: str = "none", voting: str = "yes") -> float:
-    """Re-identification accuracy (mean over seeds of the mean over the four classifiers)."""
-    return stat(rows, s, metric="reidentification", filter=filt, voting=voting)[0]
+def reid(
+    rows: Sequence[dict[str, Any]],
+    s: Setting | str,
+    filt: str = "none",
+    voting: str = "yes",
+    attacker: str = "features",
+) -> float:
+    """Re-identification accuracy (mean over seeds) of ``attacker``: the features' mean over the
+    four classifiers, or the network's (``"cnn"``)."""
+    return stat(attacker_rows(rows, attacker), s, metric="reidentification", filter=filt, voting=voting)[0]
 
 
 def _pm(st: tuple[float, float, int], digits: int = 2) -> str:
@@ -90,8 +98,13 @@ def best_app_filter(rows: Sequence[dict[str, Any]], s: Setting | str) -> tuple[s
 
 
 def attack(rows: Sequence[dict[str, Any]], s: Setting | str) -> tuple[str, float]:
-    """The attacker's best filter and its voted re-identification accuracy."""
-    scored = [(f, reid(rows, s, f)) for f in filters_of(rows)]
+    """The best of all attackers: ``"<attacker>, <filter>"`` (``"features, median9"``,
+    ``"cnn, none"``) and its voted re-identification accuracy."""
+    scored = [
+        (f"{a}, {f}", reid(rows, s, f, attacker=a))
+        for a in attackers_of(rows) or ["features"]
+        for f in filters_of(rows)
+    ]
     scored = [x for x in scored if np.isfinite(x[1])]
     return max(scored, key=lambda x: x[1]) if scored else ("none", math.nan)
 
@@ -182,25 +195,28 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
             ]
             body.append(label + cells)
         out += _table(head, body)
-    out += ["", "## Re-identification (voted; per sample in brackets)", ""]
-    head = ["mechanism", "ε/tick", "w", "ε_w", *[f"features of {f}" for f in filts], "attacker's best / raw ticks"]
-    body = []
-    for s in [("raw-gaze", math.inf, 0), ("raw-ticks", math.inf, 0), *pts]:
-        key = s[0] if s[0] in ("raw-gaze", "raw-ticks") else s
-        label = [s[0], "–", "–", "–"] if isinstance(key, str) else _label(s)
-        cells = []
-        for f in filts:
-            v = stat(rows, key, metric="reidentification", filter=f, voting="yes")
-            ps = stat(rows, key, metric="reidentification", filter=f, voting="no")[0]
-            cells.append("–" if not np.isfinite(v[0]) else f"{_pm(v)} ({ps:.2f})")
-        best = attack(rows, key)[1]
-        cells.append(f"{best / raw_ticks:.2f}" if np.isfinite(best) and raw_ticks > 0 else "–")
-        body.append(label + cells)
-    out += _table(head, body)
+    for a in attackers_of(rows) or ["features"]:
+        out += ["", "## Re-identification (voted; per sample in brackets)", ""] if a == "features" else [
+            "", f"## Re-identification by the sequence model ({a}, on the ticks' velocity: voted; per window in "
+            "brackets)", ""]  # fmt: skip
+        head = ["mechanism", "ε/tick", "w", "ε_w", *[f"{a} of {f}" for f in filts], "its best / raw ticks' best"]
+        body = []
+        for s in [("raw-gaze", math.inf, 0), ("raw-ticks", math.inf, 0), *pts]:
+            key = s[0] if s[0] in ("raw-gaze", "raw-ticks") else s
+            label = [s[0], "–", "–", "–"] if isinstance(key, str) else _label(s)
+            cells = []
+            for f in filts:
+                v = stat(attacker_rows(rows, a), key, metric="reidentification", filter=f, voting="yes")
+                ps = reid(rows, key, f, "no", a)
+                cells.append("–" if not np.isfinite(v[0]) else f"{_pm(v)} ({ps:.2f})")
+            best = max((reid(rows, key, f, attacker=a) for f in filts), key=lambda x: np.nan_to_num(x, nan=-1.0))
+            cells.append(f"{best / raw_ticks:.2f}" if np.isfinite(best) and raw_ticks > 0 else "–")
+            body.append(label + cells)
+        out += _table(head, body)
     out += [
         "",
-        f"Chance: {chance:.2f}. Raw gaze (positions, pupil and blinks) {raw_gaze:.2f}, raw ticks "
-        f"(positions only, 60 Hz; the attacker's best filter) {raw_ticks:.2f}.",
+        f"Chance: {chance:.2f}. Raw gaze (positions, pupil and blinks; features) {raw_gaze:.2f}, raw ticks "
+        f"(positions only, 60 Hz; the best of all attackers: {attack(rows, 'raw-ticks')[0]}) {raw_ticks:.2f}.",
         "",
     ]
     out += targets_table(rows, pts)
@@ -209,14 +225,14 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 def targets_table(rows: Sequence[dict[str, Any]], pts: Sequence[Setting]) -> list[str]:
     """Each point against the issue's targets: dwell ≥ 0.95 and median error ≤ 2° with the app's
-    filter, re-identification (the attacker's best filter) ≤ a third of the raw ticks'."""
+    filter, re-identification (the best of all attackers and filters) ≤ a third of the raw ticks'."""
     raw = attack(rows, "raw-ticks")[1]
     limit = raw * TARGET_REID_FRACTION
     out = [
         "## Against the targets",
         "",
         f"Dwell ≥ {TARGET_DWELL:.2f} and median error ≤ {TARGET_ERROR_DEG:g}° with the app's filter (none if it "
-        f"suffices); re-identification with the attacker's best filter ≤ raw ticks / 3 = {limit:.2f}.",
+        f"suffices); re-identification by the best attacker and filter ≤ raw ticks / 3 = {limit:.2f}.",
         "",
     ]
     head = [
@@ -227,7 +243,7 @@ def targets_table(rows: Sequence[dict[str, Any]], pts: Sequence[Setting]) -> lis
         "app filter",
         "dwell",
         "error median",
-        "attack filter",
+        "best attacker",
         "re-ID",
         "re-ID / raw ticks",
         "utility met",
@@ -306,6 +322,7 @@ def plot_gaze_results(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[Pat
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
+    rows = attacker_rows(rows, "features")  # the plots are the feature attacker's (the tables have the others)
     lines = list(dict.fromkeys((m, w) for m, _, w in settings(rows)))
     ticks = sorted({e for _, e, _ in settings(rows)})
     filts = filters_of(rows)

@@ -143,7 +143,8 @@ def sanitize_stream(stream: TickStream, mechanism: GazeMechanism, rng: RandomSou
 
 
 def check_filter(name: str) -> str:
-    """``name`` if it names a filter: ``"none"``, ``"median<k>"`` or ``"mean<k>"`` with 2 ≤ k ≤ 600.
+    """``name`` if it names a filter: ``"none"``, ``"median<k>"`` or ``"mean<k>"`` with 2 ≤ k ≤ 600,
+    or ``"adaptive<k>"`` with k odd (:mod:`~streamdp.kernels.adaptive_median`).
 
     Raises
     ------
@@ -154,17 +155,17 @@ def check_filter(name: str) -> str:
     --------
     >>> check_filter("median5")
     'median5'
-    >>> check_filter("median1")
+    >>> check_filter("median1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: filter must be none, median<k> or mean<k> with 2 ≤ k ≤ 600 ticks, got 'median1'
+    ValueError: filter must be none, median<k> or mean<k> with 2 ≤ k ≤ 600 ticks or adaptive<k> ..., got 'median1'
     """
     return check_smoothing(name)
 
 
 def smooth(values: _F64, name: str) -> _F64:
     """A causal filter an app may apply to the released positions for free (post-processing):
-    per axis, the median or mean of the last ``k`` ticks (the first ticks repeat the first one
+    per axis, the median, mean or adaptive median of the last ``k`` ticks (the first ticks repeat the first one
     backwards; :func:`~streamdp.kernels.smoothing.causal_smooth`, which the channel applies on the
     device with ``gaze_smoothing``). ``"none"`` returns ``values``.
 

@@ -36,8 +36,24 @@ def is_frozen(a: object) -> bool:
     return type(base) is bytes
 
 
+#: values frozen once and reused by every release that carries them (a privatizer's public ledger
+#: fields): by id, with the object itself, so that an id reused by another object never matches
+_CONSTANT: dict[int, Any] = {}
+
+
+def freeze_constant(value: Any, where: str) -> Any:
+    """``value`` deep-frozen once, recognised as such by :func:`freeze` in every
+    release that carries it (no walk of it per release). It stays alive with the process."""
+    frozen = freeze(value, where)
+    if type(frozen) in (tuple, MappingProxyType):
+        _CONSTANT[id(frozen)] = frozen
+    return frozen
+
+
 def freeze(value: Any, where: str) -> Any:
     if value is None or type(value) in (str, bool, int):
+        return value
+    if _CONSTANT.get(id(value)) is value:
         return value
     if type(value) is float:
         if not math.isfinite(value):
@@ -52,17 +68,25 @@ def freeze(value: Any, where: str) -> Any:
         for k, v in value.items():
             if type(k) is not str:
                 raise TypeError(f"{where} keys must be str, got {k!r}")
-            out[k] = freeze(v, f"{where}[{k!r}]")
+            kind = type(v)
+            # a ledger is mostly scalars: they are taken here, without a call and its label
+            if v is None or kind is str or kind is bool or kind is int or (kind is float and math.isfinite(v)):
+                out[k] = v
+            else:
+                out[k] = freeze(v, f"{where}[{k!r}]")
         return MappingProxyType(out)
     raise TypeError(f"{where} must hold plain values (numbers, strings, None, lists, mappings), got {value!r}")
 
 
 def plain(value: Any) -> Any:
     if type(value) is MappingProxyType:
-        return {k: plain(v) for k, v in value.items()}
+        return {k: plain(v) if type(v) in _NESTED else v for k, v in value.items()}
     if type(value) is tuple:
-        return [plain(v) for v in value]
+        return [plain(v) if type(v) in _NESTED else v for v in value]
     return value
+
+
+_NESTED = (MappingProxyType, tuple)
 
 
 def digest(

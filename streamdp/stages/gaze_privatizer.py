@@ -19,6 +19,7 @@ import numpy as np
 
 from ..kernels.geometry import degrees_to_norm
 from ..kernels.smoothing import MAX_SMOOTHING_TICKS, causal_smooth, check_smoothing, smoothing_length
+from ..privacy.frozen import freeze_constant
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
 from ..privacy.ledger_store import LedgerStore
 from ..privacy.noise import secure_generator
@@ -172,7 +173,8 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         }
         k = smoothing_length(self.smoothing)
         smoothed = "" if k == 1 else (
-            f" and, through the public median of the last {k} outputs, the {k - 1} ticks after it"
+            f" and, through the public {'adaptive ' * self.smoothing.startswith('adaptive')}median of the last {k} "
+            f"outputs, the {k - 1} ticks after it"
         )  # fmt: skip
         self._public["raw_gaze_guarantee"] = (
             "one raw gaze sample is part of one tick's input (the tick whose interval holds it); "
@@ -186,6 +188,8 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         #: how many published ticks one raw sample can change (0: any later one, geo-bd's decisions)
         self._public["raw_gaze_reach_ticks"] = k if type(mechanism).name == "geo-uniform" else 0
         #: the guarantee in words only on the ticks at whole seconds (a tick's message stays small)
+        # frozen once: a tick's seal does not walk the public fields again
+        self._public = {k: freeze_constant(v, f"ledger[{k!r}]") for k, v in self._public.items()}
         self._brief = {k: v for k, v in self._public.items() if k not in ("guarantee", "raw_gaze_guarantee")}
         self._every = max(1, round(rate))
         self._state = mechanism.new_state()

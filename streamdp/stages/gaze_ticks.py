@@ -78,6 +78,54 @@ class Ticks:
         )
 
 
+@dataclass(frozen=True, eq=False)
+class TickSamples:
+    """Time-ordered samples as the ticks read them: what of a :class:`~streamdp.gaze.GazeBatch`
+    a tick needs, without its validation of every column (the live channel's gaze was decoded
+    and checked once already; build it with :meth:`from_columns`).
+
+    Attributes
+    ----------
+    t, x, y, confidence : arrays of float, shape (n,)
+        Finite, non-decreasing times; normalized positions; confidence.
+    valid : array of bool, shape (n,)
+        Rows with a finite position that may take part.
+    source : str
+        Named in errors.
+    """
+
+    t: _F64
+    x: _F64
+    y: _F64
+    confidence: _F64
+    valid: NDArray[np.bool_]
+    source: str = "gaze"
+
+    def __len__(self) -> int:
+        return int(self.t.shape[0])
+
+    def slice(self, start: int, stop: int) -> TickSamples:
+        s = slice(start, stop)
+        return TickSamples(self.t[s], self.x[s], self.y[s], self.confidence[s], self.valid[s], self.source)
+
+    @classmethod
+    def from_columns(
+        cls, t: _F64, x: _F64, y: _F64, confidence: _F64, valid: NDArray[np.bool_], source: str
+    ) -> TickSamples:
+        """Columns in time order; a row without a finite position is not valid.
+
+        Raises
+        ------
+        TimestampOrderError
+            A time is not finite or the times decrease.
+        """
+        n = t.shape[0]
+        # sorted (NaN compares false) between two finite ends: all finite
+        if n and not (math.isfinite(t[0]) and math.isfinite(t[-1]) and (n == 1 or (t[1:] >= t[:-1]).all())):
+            raise TimestampOrderError(f"{source}: the gaze channel's samples are not finite times in order")
+        return cls(t, x, y, confidence, valid & np.isfinite(x) & np.isfinite(y), source)
+
+
 def _number(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"GazeTicks {name} must be a number, got {value!r}")
@@ -221,7 +269,22 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         k -= (2.0 * k - 1.0) / r2 >= t
         return k.astype(np.int64)
 
-    def update(self, batch: GazeBatch, /) -> Ticks:
+    def tick_at(self, t: float) -> int:
+        """:meth:`tick_of` of one time, in Python floats (the same IEEE arithmetic: the same tick).
+
+        Examples
+        --------
+        >>> ticks = GazeTicks(rate=10.0)
+        >>> [ticks.tick_at(t) for t in (0.15, 0.15000001, 0.1, 0.0999999, -0.05)]
+        [1, 2, 1, 1, -1]
+        """
+        r2 = 2.0 * self.rate
+        k = float(math.ceil(t * self.rate - 0.5))
+        k += (2.0 * k + 1.0) / r2 < t
+        k -= (2.0 * k - 1.0) / r2 >= t
+        return int(k)
+
+    def update(self, batch: GazeBatch | TickSamples, /) -> Ticks:
         """Take the next ordered gaze batch; return the ticks the clock has passed.
 
         Raises
@@ -237,8 +300,10 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
                 f"{batch.source}: timestamps go backwards between batches: {self._last_t!r} then "
                 f"{float(batch.t[0])!r}; the batch was rejected"
             )
-        if self.jump is not None:
-            steps = np.diff(batch.t, prepend=self._clock if self._next is not None else batch.t[0])
+        prev = self._clock if self._next is not None else float(batch.t[0])
+        # in order: no step can exceed the jump where the whole batch does not
+        if self.jump is not None and float(batch.t[-1]) - prev > self.jump:
+            steps = np.diff(batch.t, prepend=prev)
             if (jumps := np.flatnonzero(steps > self.jump)).size:
                 i = int(jumps[0])
                 before = self._take(batch.slice(0, i)) if i else Ticks.empty()
@@ -247,12 +312,12 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
 
     def _jumped(self, clock: float) -> Ticks:
         """The clock jumped to ``clock``: close the old grid's open tick, start anew at the jump."""
-        out = self._emit_until(int(self.tick_of(np.array([self._clock]))[0]) + 1)
-        self._next = int(self.tick_of(np.array([clock]))[0])
+        out = self._emit_until(self.tick_at(self._clock) + 1)
+        self._next = self.tick_at(clock)
         self._clock = clock
         return out
 
-    def _take(self, batch: GazeBatch) -> Ticks:
+    def _take(self, batch: GazeBatch | TickSamples) -> Ticks:
         k = self.tick_of(batch.t)
         if self._next is None:
             self._next = int(k[0])
@@ -269,7 +334,7 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
             self._x.append(dx)
             self._y.append(dy)
         self._clock = max(self._clock, self._last_t)
-        return self._emit_until(int(self.tick_of(np.array([self._clock]))[0]))
+        return self._emit_until(self.tick_at(self._clock))
 
     def advance(self, clock: float) -> Ticks:
         """No sample at or before ``clock`` remains to come: emit every tick before it (those
@@ -290,14 +355,14 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
             return Ticks.empty()
         jumped = self._jumped(c) if self.jump is not None and c - self._clock > self.jump else Ticks.empty()
         self._clock = c
-        return Ticks.concat([jumped, self._emit_until(int(self.tick_of(np.array([c]))[0]))])
+        return Ticks.concat([jumped, self._emit_until(self.tick_at(c))])
 
     def flush(self) -> Ticks:
         """End of stream: emit every tick up to the one holding the last sample; the next
         sample starts a new stream."""
         out = Ticks.empty()
         if self._next is not None:
-            out = self._emit_until(int(self.tick_of(np.array([self._last_t]))[0]) + 1)
+            out = self._emit_until(self.tick_at(self._last_t) + 1)
         self._clear()
         return out
 

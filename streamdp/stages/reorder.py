@@ -79,8 +79,8 @@ class ReorderBuffer(Stage[GazeColumns, GazeColumns]):
         if self._parts:
             self._held = GazeColumns.concat([self._held, *self._parts])
             self._parts = []
-        if not len(self._held):
-            return GazeColumns.empty()
+        if not len(self._held) or float(self._held.t.min()) > self.released_until:
+            return GazeColumns.empty()  # nothing old enough: no sort (a live shell asks often)
         order = np.argsort(self._held.t, kind="stable")
         split = int(np.searchsorted(self._held.t[order], self.released_until, side="right"))
         out = self._held.take(order[:split])
