@@ -42,7 +42,7 @@ BAD = [
     ("min_blink_duration above max", lambda tp: SessionConfig(min_blink_duration=3.0), ValueError,
      "at most max_blink_duration (2.0), got 3.0"),
     ("gaze_smoothing median4", lambda tp: SessionConfig(gaze_smoothing="median4"), ValueError,
-     "gaze_smoothing must be none or median<k> with k odd"),
+     "gaze_smoothing must be none, median<k> or adaptive<k> with k odd"),
     ("gaze_smoothing 9", lambda tp: SessionConfig(gaze_smoothing=9), TypeError, "gaze_smoothing must be a str"),
     ("rng seed -1", lambda tp: SessionConfig().rng(-1), ValueError, "seed must be ≥ 0 (or None: OS entropy), got -1"),
     ("rng seed text", lambda tp: SessionConfig().rng("1"), TypeError, "seed must be an int or None, got '1'"),
@@ -117,5 +117,5 @@ def test_a_file_that_sets_what_the_command_does_not_read_is_refused(suffix, tmp_
         config_from(build_parser().parse_args(["doctor", "--config", str(path)]))
     assert str(info.value) == (
         f"{path}: epsilon = 0.5: streamdp doctor does not read epsilon (read by streamdp demo, relay, replay, "
-        "evaluate, audit)"
+        "evaluate, fit-weights, audit)"
     )

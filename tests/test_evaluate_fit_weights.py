@@ -96,15 +96,19 @@ def test_a_changed_test_fold_leaves_its_folds_weights_unchanged(run):
         return out
 
     plan = EvaluationPlan()
-    chunked = fit_folds(study, GRID, config, plan)["dcfpa", 16].chunked
+    chunked = fit_folds(study, GRID, config, plan)["dcfpa", 16, 25.0].chunked
     assert chunked is not None and _folds(fitted, "reidentification", "chunked")["chunked"] == chunked.digest
-    assert fit_folds(moved(1), GRID, config, plan)["dcfpa", 16].chunked == chunked
-    assert fit_folds(moved(0), GRID, config, plan)["dcfpa", 16].chunked != chunked
+    assert fit_folds(moved(1), GRID, config, plan)["dcfpa", 16, 25.0].chunked == chunked
+    # the fit for ε 25 funds one feature here (its whole share: 1.0 whatever the rows), so the
+    # training step's effect is read on the continuous split, the fit that ignores ε
+    plain = fit_folds(study, GRID, config, plan, epsilon_aware=False)["dcfpa", 16, 25.0].chunked
+    assert fit_folds(moved(1), GRID, config, plan, epsilon_aware=False)["dcfpa", 16, 25.0].chunked == plain
+    assert fit_folds(moved(0), GRID, config, plan, epsilon_aware=False)["dcfpa", 16, 25.0].chunked != plain
 
 
 def test_the_digest_is_what_the_releases_ledgers_state(run):
     study, fitted = run
-    folds = fit_folds(study, GRID, SessionConfig(), EvaluationPlan())["dcfpa", 16]
+    folds = fit_folds(study, GRID, SessionConfig(), EvaluationPlan())["dcfpa", 16, 25.0]
     assert {p: t.digest for p, t in folds.lopo["task"].items()} == _folds(fitted, "task", "task")
     weights = folds.lopo["task"]["P1"]
     privatizer = GRID[1].config(replace(SessionConfig(), weights=weights)).chunk_privatizer(0)
@@ -129,7 +133,12 @@ def test_cross_session_and_every_task_column_are_fitted_per_fold(run):
     rows = evaluate(twice, GRID[1:], progress=False, fit_weights=True, splits=("chunked", "cross-session"),
                     tasks=("task",))  # fmt: skip
     cross = _folds(rows, "reidentification", "cross-session")  # each person's 4 recordings: 4 folds
-    assert set(cross) == {f"session{j}" for j in (1, 2, 3, 4)} and len(set(cross.values())) == 4
+    assert set(cross) == {f"session{j}" for j in (1, 2, 3, 4)}
+    # each fold fitted on its own training recordings: the continuous split (the fit that ignores ε;
+    # at ε 25 each fold funds the same one feature, share 1.0) differs from fold to fold
+    folds = fit_folds(twice, GRID[1:], SessionConfig(), EvaluationPlan(splits=("cross-session",), tasks=("task",)),
+                      epsilon_aware=False)["dcfpa", 16, 25.0]  # fmt: skip
+    assert len({t.digest for t in folds.cross_session}) == 4
     with pytest.raises(TypeError, match="fit_weights must be a bool"):
         evaluate(study, GRID, progress=False, fit_weights="yes")
 

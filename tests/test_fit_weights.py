@@ -171,7 +171,7 @@ BAD_LINES = {
                               "manifest.csv: no feature separates 'gender' more than 'participant'"),
     "missing-recording": (["--task", "task"], MANIFEST + "gone,P9,search,f,kiel\n", "recording 'gone' does not exist"),
     "no-such-manifest": (["--task", "task"], None, "cannot read manifest"),
-    "unread-option": (["--task", "task", "--epsilon", "2"], MANIFEST, "streamdp fit-weights does not read epsilon"),
+    "unread-option": (["--task", "task", "--seed", "2"], MANIFEST, "streamdp fit-weights does not read seed"),
     "bad-out": (["--task", "task", "--out", "w.txt"], MANIFEST, "unknown extension '.txt'"),
     "mechanism-refuses-k": (["--task", "task", "--mechanism", "lpa", "--k", "2"], MANIFEST, "does not take"),
     "empty-name": (["--task", "task", "--name", " "], MANIFEST, "--name: give a non-empty name"),

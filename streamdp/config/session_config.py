@@ -5,6 +5,7 @@ the windows, the unit of privacy, the bounds, the mechanism) and the pipelines.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -301,7 +302,19 @@ def _mechanism(config: SessionConfig) -> Mechanism:
                 f"{int(config.bounds_profile().released.sum())} released features is not finite"
             )
         params["epsilon_asked"] = asked
-    return make_mechanism(config.mechanism, bounds=config.bounds_profile(), **params)
+    mech = make_mechanism(config.mechanism, bounds=config.bounds_profile(), **params)
+    fitted = getattr(config.weights, "epsilon", None)  # a weights file fitted for an ε
+    spent = math.nan if fitted is None else float(mech.describe().get("epsilon", math.nan))
+    if fitted is not None and math.isfinite(spent) and not math.isclose(fitted, spent, rel_tol=1e-6):
+        logging.getLogger(__name__).warning(
+            "weights %s were fitted for ε %g a chunk, and this session spends %g: refit them for it "
+            "(streamdp fit-weights --epsilon %g)",
+            config.weights,
+            fitted,
+            spent,
+            spent,
+        )
+    return mech
 
 
 def _spending(config: SessionConfig) -> tuple[dict[str, float], float | None]:

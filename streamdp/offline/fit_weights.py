@@ -27,6 +27,7 @@ from ..config import SessionConfig
 from ..errors import InputError
 from ..privacy.allocation import separability, split_weights, usefulness
 from ..schema import N_FEATURES
+from .epsilon_fit import EpsilonFit, fit_for_epsilon
 from .fitted_weights import OBJECTIVE, FittedWeights, _frozen, unit_noise
 from .recordings import CsvLayout
 
@@ -91,6 +92,7 @@ def fit_weights(
     task: str,
     protect: str | None = None,
     config: SessionConfig | None = None,
+    epsilon: float | None = None,
 ) -> FittedWeights:
     """Fit the allocation on these recordings only (see the module docstring).
 
@@ -109,6 +111,11 @@ def fit_weights(
     config : SessionConfig, optional
         The bounds and mechanism the weights will be used with (default: the default
         configuration); ε and weights are not used.
+    epsilon : float, optional
+        The total ε per chunk the weights will run at: how many features to fund is then chosen
+        for it by an inner cross-validation on these recordings, grouped by participant
+        (:mod:`streamdp.offline.epsilon_fit`). None: every useful feature is funded, the same split
+        at every ε.
 
     Raises
     ------
@@ -116,11 +123,12 @@ def fit_weights(
         A parameter of the wrong type.
     ValueError
         Rows that are not (steps, 52) with steps ≥ 1 or not finite, labels not one per recording,
-        ``protect`` equal to ``task``.
+        ``protect`` equal to ``task``, ``epsilon`` not finite and > 0.
     InputError
         A recording without the ``task`` or ``protect`` column, a column with one class only, a
         task class with fewer than :data:`MIN_RECORDINGS_PER_CLASS` recordings, no feature that
-        separates the task more than the protected column (each named).
+        separates the task more than the protected column; with ``epsilon``, recordings of one
+        participant only (each named).
 
     Examples
     --------
@@ -134,6 +142,11 @@ def fit_weights(
     _check_columns(task, protect)
     if config is not None and not isinstance(config, SessionConfig):
         raise TypeError(f"config must be a SessionConfig, got {type(config).__name__}")
+    if epsilon is not None:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+            raise TypeError(f"epsilon must be a number (the total ε per chunk) or None, got {epsilon!r}")
+        if not 0 < epsilon < np.inf:
+            raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
     for name, seq in (("rows_by_recording", rows_by_recording), ("labels", labels)):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, Sequence):
             raise TypeError(f"{name} must be a sequence (one item per recording), got {type(seq).__name__}")
@@ -164,8 +177,11 @@ def fit_weights(
         raise InputError(f"no feature separates {task!r}{against}: there is no allocation to fit")
     a, model = unit_noise(cfg)
     named = all("participant" in lab for lab in labels)
+    weights, fit = split_weights(u, a), None
+    if epsilon is not None:
+        weights, fit = _for_epsilon(blocks, values, task, protect, named, bounds, a, epsilon)
     return FittedWeights(
-        weights=_frozen(split_weights(u, a)),
+        weights=_frozen(weights),
         task=task,
         protect=protect,
         task_separability=_frozen(s),
@@ -179,7 +195,26 @@ def fit_weights(
         participants=len(set(values["participant"])) if named else None,
         noise_model=model,
         features={f.name: getattr(cfg, f.name) for f in fields(cfg) if f.metadata.get("group") == "features"},
+        epsilon_fit=fit,
     )
+
+
+def _for_epsilon(blocks: list[Any], values: dict[str, list[str]], task: str, protect: str | None, named: bool,
+                 bounds: Any, a: Any, epsilon: float) -> tuple[Any, EpsilonFit]:  # fmt: skip
+    """:func:`~streamdp.offline.epsilon_fit.fit_for_epsilon`, grouped by participant when the labels
+    name them (refused with one), else by recording."""
+    if named:
+        people = sorted(set(values["participant"]))
+        if len(people) < 2:
+            raise InputError(
+                f"column 'participant' has one person only ({people[0]!r}): fitting for an ε holds a person out "
+                "of an inner cross-validation, which needs at least 2"
+            )
+    groups = values["participant"] if named else [str(i) for i in range(len(blocks))]
+    return fit_for_epsilon(
+        blocks, values[task], values[protect] if protect else None, groups,
+        group_name="participant" if named else "recording", lo=bounds.lo, hi=bounds.hi, unit_noise=a, epsilon=epsilon,
+    )  # fmt: skip
 
 
 def recording_labels(recording: Any) -> dict[str, str]:
@@ -202,9 +237,10 @@ def fit_training_fold(
     task: str,
     protect: str | None = None,
     config: SessionConfig | None = None,
+    epsilon: float | None = None,
 ) -> FittedWeights:
-    """:func:`fit_weights` on the training fold ``train`` (indices into ``recordings``, e.g. a
-    split of :func:`~streamdp.offline.splits.lopo_splits`) of labelled recordings
+    """:func:`fit_weights` (for ``epsilon``, when given) on the training fold ``train`` (indices
+    into ``recordings``, e.g. a split of :func:`~streamdp.offline.splits.lopo_splits`) of labelled recordings
     (:class:`~streamdp.offline.evaluate.LabelledRecording`): no other recording is read.
 
     Raises
@@ -231,9 +267,8 @@ def fit_training_fold(
     if not idx or len(set(idx)) != len(idx) or not all(0 <= i < len(recordings) for i in idx):
         raise ValueError(f"train must be distinct indices in [0, {len(recordings)}), at least one, got {idx}")
     fold = [recordings[i] for i in sorted(idx)]
-    return fit_weights(
-        [r.features for r in fold], [recording_labels(r) for r in fold], task=task, protect=protect, config=config
-    )
+    return fit_weights([r.features for r in fold], [recording_labels(r) for r in fold], task=task, protect=protect,
+                       config=config, epsilon=epsilon)  # fmt: skip
 
 
 def fit_manifest(
@@ -244,11 +279,12 @@ def fit_manifest(
     config: SessionConfig | None = None,
     layout: CsvLayout | None = None,
     each: Callable[[], object] | None = None,
+    epsilon: float | None = None,
 ) -> tuple[FittedWeights, str]:
     """Fit on every recording of a manifest (the format ``streamdp evaluate`` reads), their
     feature rows made by the session core as ``streamdp features`` makes them (a recording too
     short for 20 steps is skipped with a warning, as the evaluation skips it); and the manifest's
-    SHA-256. ``each`` is called after each recording.
+    SHA-256. ``each`` is called after each recording; ``epsilon``: as :func:`fit_weights`.
 
     Raises
     ------
@@ -290,7 +326,8 @@ def fit_manifest(
     if not labelled:
         raise InputError(f"{path}: no recording gives 20 feature steps: there is nothing to fit on")
     try:
-        fitted = fit_training_fold(labelled, range(len(labelled)), task=task, protect=protect, config=cfg)
+        fitted = fit_training_fold(labelled, range(len(labelled)), task=task, protect=protect, config=cfg,
+                                   epsilon=epsilon)  # fmt: skip
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
     return fitted, hashlib.sha256(path.read_bytes()).hexdigest()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -19,6 +19,9 @@ from ..privacy.bounds import WEIGHTS_PROFILES
 from ..privacy.mechanisms import Steil, make_mechanism
 from ..privacy.weights_file import weights_document
 from ..schema import FEATURE_NAMES, N_FEATURES
+
+if TYPE_CHECKING:
+    from .epsilon_fit import EpsilonFit
 
 __all__ = ["OBJECTIVE", "FittedWeights", "unit_noise"]
 
@@ -62,6 +65,9 @@ class FittedWeights:
         Classes of the protected column; distinct participants, when the labels name them.
     noise_model, features : mapping
         The mechanism's public parameters and the feature settings the rows were made with.
+    epsilon_fit : EpsilonFit or None
+        For an allocation fitted for an ε: the ε and how many features the inner cross-validation
+        chose to fund (:mod:`streamdp.offline.epsilon_fit`); None: every useful feature, any ε.
     """
 
     weights: _F64
@@ -78,6 +84,7 @@ class FittedWeights:
     participants: int | None
     noise_model: Mapping[str, Any]
     features: Mapping[str, Any]
+    epsilon_fit: EpsilonFit | None = None
 
     @property
     def released(self) -> NDArray[np.bool_]:
@@ -103,8 +110,7 @@ class FittedWeights:
             "protect_classes": self.protect_classes,
             "feature_rows": self.feature_rows,
             "released_features": int(self.released.sum()),
-            "epsilon": None,
-            "epsilon_note": "the split minimises the objective at every total epsilon alike",
+            **self._epsilon_facts(),
             "objective": OBJECTIVE,
             "loss_vs_equal_split": self.loss() / self.loss(np.ones(N_FEATURES)),
             "noise_model": dict(self.noise_model),
@@ -112,11 +118,22 @@ class FittedWeights:
             "streamdp_version": __version__,
         }
 
+    def _epsilon_facts(self) -> dict[str, Any]:
+        fit = self.epsilon_fit
+        if fit is None:
+            return {"epsilon": None, "epsilon_note": "the split minimises the objective at every total epsilon alike"}
+        return {
+            "epsilon": fit.epsilon,
+            "epsilon_note": f"fitted for a total epsilon of {fit.epsilon:g} a chunk: {fit.k} features funded, "
+            "chosen by the inner cross-validation; at another epsilon, refit",
+            "epsilon_fit": fit.facts(),
+        }
+
     def with_noise(self, config: SessionConfig) -> FittedWeights:
         """The same fit (the same recordings, separabilities and usefulness) weighed against the
         noise of ``config``'s mechanism: what :func:`~streamdp.offline.fit_weights.fit_weights`
         returns for ``config``, without reading the rows again (an evaluation fits each fold once
-        and splits ε for each mechanism of its grid).
+        and splits ε for each mechanism of its grid). A fit for an ε keeps the features it funds.
 
         Raises
         ------
@@ -140,7 +157,8 @@ class FittedWeights:
         a, model = unit_noise(config)
         if model["bounds_digest"] != self.noise_model.get("bounds_digest"):
             raise ValueError(f"config has other bounds ({model['bounds_digest']}) than the fit's")
-        return replace(self, weights=_frozen(split_weights(self.useful, a)), unit_noise=_frozen(a), noise_model=model)
+        useful = self.useful if self.epsilon_fit is None else self.useful * self.released  # the funded features only
+        return replace(self, weights=_frozen(split_weights(useful, a)), unit_noise=_frozen(a), noise_model=model)
 
     def document(self, *, name: str, manifest_digest: str | None = None) -> dict[str, Any]:
         """The weights file (:func:`~streamdp.privacy.weights_file.weights_document`) named

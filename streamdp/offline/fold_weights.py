@@ -19,9 +19,12 @@ adversary's task):
   released by the fold that leaves that person out, for the allocation's task, over the features
   every such fold releases (a feature some fold drops is a public constant there).
 
-A fold is fitted once (the rows' separabilities) and weighed against the noise of each grid
-point's mechanism and chunk length (:meth:`FittedWeights.with_noise
-<streamdp.offline.fitted_weights.FittedWeights.with_noise>`; ε changes no split). Every fit is made
+Each fold is fitted for each grid point's mechanism, chunk length and the ε it spends: how many
+features to fund is chosen by an inner cross-validation on that fold's training recordings alone,
+grouped by person (:mod:`streamdp.offline.epsilon_fit`). ``epsilon_aware=False`` gives the fit that
+ignores ε: fitted once (the rows' separabilities) and weighed against the noise of each grid point's
+mechanism and chunk length (:meth:`FittedWeights.with_noise
+<streamdp.offline.fitted_weights.FittedWeights.with_noise>`). Every fit is made
 by :func:`fit_folds` before any job runs, so a fold that cannot be fitted is refused first (named),
 and the workers get plain values: each fold's weights as a
 :class:`~streamdp.privacy.weights_file.WeightsTable`, a configuration's ``weights`` that reads no
@@ -102,24 +105,26 @@ def _training_steps(recs: Sequence[LabelledRecording], n: int, config: SessionCo
 
 
 def _fit(recs: Sequence[LabelledRecording], train: Sequence[int] | NDArray[np.intp], task: str, fold: str,
-         config: SessionConfig) -> FittedWeights:  # fmt: skip
+         config: SessionConfig, epsilon: float | None = None) -> FittedWeights:  # fmt: skip
     try:
-        return fit_training_fold(recs, [int(i) for i in train], task=task, protect=PROTECT, config=config)
+        return fit_training_fold(recs, [int(i) for i in train], task=task, protect=PROTECT, config=config,
+                                 epsilon=epsilon)  # fmt: skip
     except InputError as exc:
         raise InputError(f"fit_weights: the training fold {fold} ({task!r}, protecting {PROTECT!r}): {exc}") from None
 
 
 def fit_folds(
-    recs: Sequence[LabelledRecording], grid: Sequence[GridPoint], config: SessionConfig, plan: EvaluationPlan
-) -> dict[tuple[str, int], FoldWeights]:  # fmt: skip
+    recs: Sequence[LabelledRecording], grid: Sequence[GridPoint], config: SessionConfig, plan: EvaluationPlan,
+    *, epsilon_aware: bool = True,
+) -> dict[tuple[str, int, float], FoldWeights]:  # fmt: skip
     """The weights of every training fold of the evaluation ``plan`` describes, for every
-    streaming mechanism and chunk length of ``grid`` (see the module docstring), keyed by
-    (mechanism, chunk length).
+    streaming mechanism, chunk length and ε of ``grid`` (see the module docstring), keyed by
+    (mechanism, chunk length, ε asked).
 
     Raises
     ------
     TypeError
-        ``config`` is not a SessionConfig, ``plan`` not an EvaluationPlan.
+        ``config`` is not a SessionConfig, ``plan`` not an EvaluationPlan, ``epsilon_aware`` not a bool.
     InputError
         A fold the weights cannot be fitted on (a class too few, a feature that separates the task
         more than the participants none), named with the fold and the column.
@@ -129,43 +134,59 @@ def fit_folds(
     >>> from streamdp.offline.evaluate import feature_signals, synthetic_study
     >>> recs = feature_signals(synthetic_study(people=3, seconds=120.0))
     >>> folds = fit_folds(recs, [GridPoint("dcfpa", 25.0, 16)], SessionConfig(), EvaluationPlan())
-    >>> sorted(folds[("dcfpa", 16)].lopo["task"]), folds[("dcfpa", 16)].chunked.allocation
+    >>> sorted(folds[("dcfpa", 16, 25.0)].lopo["task"]), folds[("dcfpa", 16, 25.0)].chunked.allocation
     (['P0', 'P1', 'P2'], 'fitted')
     """
     if not isinstance(config, SessionConfig):
         raise TypeError(f"config must be a SessionConfig, got {type(config).__name__}")
     if not isinstance(plan, EvaluationPlan):
         raise TypeError(f"plan must be an EvaluationPlan, got {type(plan).__name__}")
-    points = {(p.mechanism, p.chunk_length): p for p in grid if p.mechanism in MECHANISMS}
+    if not isinstance(epsilon_aware, bool):
+        raise TypeError(f"epsilon_aware must be a bool, got {epsilon_aware!r}")
+    points = {(p.mechanism, p.chunk_length, p.epsilon): p for p in grid if p.mechanism in MECHANISMS}
     if not points:
         return {}
-    first = next(iter(points.values())).config(config)
     people = [r.participant for r in recs]
     task = allocation_task(plan)
-    lopo = {
-        column: {p: _fit(recs, train, column, f"without {p}", first) for p, train, _ in lopo_splits(people)}
-        for column in dict.fromkeys([*plan.tasks, task])
-    }
-    cross = []
-    if "cross-session" in plan.splits:
-        folds = cross_session_folds(people)
-        cross = [_fit(recs, train, task, f"cross-session {j + 1}", first) for j, (train, _) in enumerate(folds)]
-    chunked: dict[int, FittedWeights] = {}
-    if "chunked" in plan.splits:
-        for n in dict.fromkeys(n for _, n in points):
-            steps = _training_steps(recs, n, config)
-            chunked[n] = _fit(steps, range(len(steps)), task, f"chunked (n = {n})", first)
+    columns = list(dict.fromkeys([*plan.tasks, task]))
+    steps = {n: _training_steps(recs, n, config) for n in dict.fromkeys(n for _, n, _ in points)}
+    cross_folds = cross_session_folds(people) if "cross-session" in plan.splits else []
+
+    def fit_all(cfg: SessionConfig, n: int, epsilon: float | None) -> tuple[Any, Any, Any]:
+        lopo = {c: {p: _fit(recs, train, c, f"without {p}", cfg, epsilon) for p, train, _ in lopo_splits(people)}
+                for c in columns}  # fmt: skip
+        cross = [_fit(recs, train, task, f"cross-session {j + 1}", cfg, epsilon) for j, (train, _) in
+                 enumerate(cross_folds)]  # fmt: skip
+        chunked = None
+        if "chunked" in plan.splits:
+            chunked = _fit(steps[n], range(len(steps[n])), task, f"chunked (n = {n})", cfg, epsilon)
+        return lopo, cross, chunked
+
+    once: dict[int, tuple[Any, Any, Any]] = {}
+    aware: dict[tuple[str, int, float], tuple[Any, Any, Any]] = {}
     out = {}
-    for (mechanism, n), point in points.items():
+    for (mechanism, n, e), point in points.items():
         cfg = point.config(config)
+        if epsilon_aware:  # a ceiling can make several ε asked one ε spent: fitted once
+            spent = float(cfg.mechanism_instance().describe()["epsilon"])
+            if (mechanism, n, spent) not in aware:
+                aware[mechanism, n, spent] = fit_all(cfg, n, spent)
+            lopo, cross, chunked = aware[mechanism, n, spent]
+        else:  # fitted once, whatever the mechanism, and weighed against each point's noise
+            if not once:
+                once[0] = fit_all(next(iter(points.values())).config(config), n, None)
+            lopo, cross, chunked = once[0]
+            if "chunked" in plan.splits and n not in once:
+                once[n] = (None, None, _fit(steps[n], range(len(steps[n])), task, f"chunked (n = {n})", cfg))
+            chunked = once[n][2] if n in once else chunked
 
         def table(fitted: FittedWeights, fold: str, column: str, cfg: SessionConfig = cfg) -> WeightsTable:
             source = f"fitted on the training fold {fold} ({column!r}, protecting {PROTECT!r})"
             return WeightsTable(source, FITTED, fitted.with_noise(cfg).weights.tolist())
 
-        out[mechanism, n] = FoldWeights(
+        out[mechanism, n, e] = FoldWeights(
             lopo={c: {p: table(f, f"without {p}", c) for p, f in by.items()} for c, by in lopo.items()},
-            chunked=table(chunked[n], "chunked", task) if n in chunked else None,
+            chunked=table(chunked, "chunked", task) if chunked is not None else None,
             cross_session=tuple(table(f, f"cross-session {j + 1}", task) for j, f in enumerate(cross)),
         )
     return out
@@ -220,7 +241,7 @@ def _digests(tables: Mapping[str, WeightsTable]) -> str:
 
 def fitted_job(
     recs: Sequence[LabelledRecording], config: SessionConfig, plan: EvaluationPlan,
-    folds: Mapping[tuple[str, int], FoldWeights], point: GridPoint, noise_seed: int, repetition: int,
+    folds: Mapping[tuple[str, int, float], FoldWeights], point: GridPoint, noise_seed: int, repetition: int,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """One (grid point, seed) job of :func:`~streamdp.offline.evaluate.evaluate` with the weights
     of ``folds`` (:func:`fit_folds`): the rows of :func:`~streamdp.offline.grid.point_rows`, in the
@@ -230,7 +251,7 @@ def fitted_job(
         said = "-" if point.mechanism not in OFFLINE_MECHANISMS else "equal"
         plain = point_rows(recs, config, plan, point, noise_seed, repetition)
         return [{**r, "weights": said, "fold_weights": "-"} for r in plain]
-    mine = folds[point.mechanism, point.chunk_length]
+    mine = folds[point.mechanism, point.chunk_length, point.epsilon]
     released = _Releases(recs, config, plan, point, noise_seed)
     people = np.asarray([r.participant for r in recs])
     variants = ["no", "yes"] if plan.postprocess and point.mechanism in SUPPORTED_MECHANISMS else ["no"]

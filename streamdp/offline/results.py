@@ -250,7 +250,9 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     if "fitted" in weights.values():
         lines += ["", f"Weights {FITTED_SAID}: each fold's releases split ε as fitted on that fold's training "
                   "recordings (the chunked split: training steps) alone, never a test one, protecting the "
-                  "participants; results.csv names each fold's weights (fold_weights)."]  # fmt: skip
+                  "participants, for the ε of the point (how many features to fund chosen by an inner "
+                  "cross-validation on the fold, grouped by person); results.csv names each fold's weights "
+                  "(fold_weights)."]  # fmt: skip
     labels = _targets(rows, "utility")
     if labels:
         extra = " post-processed |" if post else ""

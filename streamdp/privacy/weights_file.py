@@ -142,6 +142,21 @@ def load_weights_file(path: str | os.PathLike[str]) -> tuple[str, dict[str, floa
     return name, _checked_weights(str(p), doc["weights"])
 
 
+def fitted_epsilon(path: str | os.PathLike[str]) -> float | None:
+    """The total ε per chunk the weights file at ``path`` was fitted for (``fitted.epsilon``), None
+    when it was fitted for any ε or states none. The file is read as :func:`load_weights_file` reads
+    it (call that first: a file it refuses gives None here)."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    fitted = doc.get("fitted") if isinstance(doc, dict) else None
+    value = fitted.get("epsilon") if isinstance(fitted, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return None
+    return float(value)
+
+
 def weights_document(
     weights: Mapping[str, float], *, name: str, fitted: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -264,7 +279,11 @@ class WeightsTable(str):
     weights: tuple[float, ...]
     digest: str
 
-    def __new__(cls, source: str, allocation: str, weights: Mapping[str, float] | Sequence[float]) -> WeightsTable:
+    #: the total ε per chunk the weights were fitted for (a file's ``fitted.epsilon``), None: any
+    epsilon: float | None
+
+    def __new__(cls, source: str, allocation: str, weights: Mapping[str, float] | Sequence[float],
+                epsilon: float | None = None) -> WeightsTable:  # fmt: skip
         for name, value in (("source", source), ("allocation", allocation)):
             if not isinstance(value, str):
                 raise TypeError(f"{name} must be a str, got {type(value).__name__}")
@@ -278,6 +297,7 @@ class WeightsTable(str):
         checked = _checked_weights(source, weights)
         self = super().__new__(cls, source)
         self.allocation, self.weights, self.digest = allocation, tuple(checked.values()), weights_digest(checked)
+        self.epsilon = epsilon
         return self
 
     @classmethod
@@ -293,14 +313,14 @@ class WeightsTable(str):
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or path, got {type(path).__name__}")
         name, weights = load_weights_file(Path(path).expanduser())
-        return cls(os.fspath(path), name, weights)
+        return cls(os.fspath(path), name, weights, fitted_epsilon(Path(path).expanduser()))
 
     def mapping(self) -> dict[str, float]:
         """Feature → weight, every schema feature in schema order."""
         return dict(zip(FEATURE_NAMES, self.weights, strict=True))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (str(self), self.allocation, self.weights)
+        return type(self), (str(self), self.allocation, self.weights, self.epsilon)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, WeightsTable):
