@@ -50,7 +50,8 @@ def test_session_budget_stops_releases_and_says_so():
     acc = _acc(PrivacyUnit("session", budget=5.0))
     acc.charge()
     acc.charge()
-    with pytest.raises(BudgetExhausted, match="session budget ε = 5 spent \\(4 used by 2 chunks; the next needs 2\\)"):
+    used_up = "session budget ε = 5 is used up: ε 4 spent by 2 chunks leaves 1, less than the 2"
+    with pytest.raises(BudgetExhausted, match=used_up):
         acc.charge()
     assert acc.released == 2 and acc.spent == 4.0
 

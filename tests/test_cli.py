@@ -104,15 +104,16 @@ def test_demo_prints_sanitized_chunks_with_their_ledger(capsys):
     assert first[3].startswith("  noise: reproducible, not private")
     # the means are of released features: the task weights give fixation_rate, pupil_mean_mean, … no
     # ε, so they are public constants (the same in every chunk) and not shown as if they were data
-    assert first[4].startswith("  means over the chunk: positive_saccade_rate ") and "=" not in first[4]
-    assert first[4].endswith(" (26 public constants not shown: the task weights give them no ε)")
+    assert first[4].startswith("  noised means over the chunk: positive_saccade_rate ") and "=" not in first[4]
+    assert "/s, " in first[4] and "(noise can put a mean outside its range, even below 0; " in first[4]
+    assert first[4].endswith("; 26 public constants not shown: the task weights give them no ε)")
     assert first[5] == "  on this device only: 0.0% of the values were clipped to the bounds"
     assert len(first) == len(second) == 6
 
 
 def _means(line: str) -> dict[str, float]:
-    shown = line.removeprefix("  means over the chunk: ").split(" (")[0]
-    return {name: float(value) for name, value in (part.split(" ") for part in shown.split(", "))}
+    shown = line.removeprefix("  noised means over the chunk: ").split(" (")[0]
+    return {name: float(value.rstrip("/s°")) for name, value, *_unit in (part.split(" ") for part in shown.split(", "))}
 
 
 def test_demo_shows_no_public_constant_as_a_mean(capsys):
@@ -162,7 +163,7 @@ def test_demo_with_a_session_budget_reports_exhaustion_once(capsys, where):
     assert len(chunks) == 2 and "ε 20 of the budget 20 spent so far, 0 left" in protected[1]
     assert "session unit — everything released about this person adds up" in protected[0]
     assert captured.err.count("nothing more is released") == 1, captured.err
-    assert "streamdp: warning: session budget ε = 20 spent" in captured.err
+    assert "streamdp: warning: session budget ε = 20 is used up: ε 20 spent by 2 chunks leaves 0" in captured.err
 
 
 def test_demo_json_prints_each_chunk_as_published(capsys):
@@ -513,8 +514,8 @@ def test_version_is_printed_and_logs_are_short(capsys):
     assert main(argv) == 0
     err = capsys.readouterr().err.splitlines()
     assert [line for line in err if line.startswith("streamdp: ")] == [
-        "streamdp: warning: session budget ε = 15 spent (10 used by 1 chunks; the next needs 10): "
-        "nothing more is released"
+        "streamdp: warning: session budget ε = 15 is used up: ε 10 spent by 1 chunk leaves 5, less than the 10 the "
+        "next chunk needs: nothing more is released"
     ]
 
 

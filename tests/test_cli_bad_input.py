@@ -48,6 +48,16 @@ CONFIG_FILES = {
     "negseed.toml": "seed = -3\n",
 }
 
+#: the input files of the table's {tmp} that are not configuration: eye-camera data (Player's
+#: pupil_positions.csv) where gaze is expected, and a picture where a bounds profile is expected
+INPUT_FILES = {
+    "pupil_positions.csv": "pupil_timestamp,eye_id,confidence,norm_pos_x,norm_pos_y,diameter\n"
+    + "".join(f"{1000 + i / 120:.4f},0,0.99,0.5,0.5,30\n" for i in range(240)),
+    "x.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe",
+    # a folder holding only a file whose name no reader looks for (Capture's binocular gaze alone)
+    "binocular/binocular_only_gaze.pldata": b"\x00",
+}
+
 #: placeholders in the table: {tmp} the test's folder, {busy} a port a plain socket listens on,
 #: {relay} the port of a running relay's publisher, {cert} a certificate pair in {tmp}/certs
 BUSY = r"tcp://127\.0\.0\.1:\d+: cannot listen there: the address is already in use"
@@ -237,9 +247,8 @@ ROWS = [
      r"chunks are fixed slots .* give --chunk-length 8 or less, or a longer recording; nothing written to .*/o$"),
     ("replay-one-slot", ["replay", "{data}/short", "--out", "{tmp}/o", "--chunk-length", "8"], 0,
      r"^streamdp replay: .*/short: 19 steps with a full 30 s window \(t 1030\.0–1039\.0 s\), 8 of them in 1 whole "
-     r"chunk \(t 1032\.0–1035\.5 s\); " + GRID.format(n=8, s=4) + r"whatever the gaze\), so the 4 before the first "
-     r"slot \(it starts before the first full window\) and the 7 after the last \(the next slot ends past the gaze\) "
-     r"are not released$"),
+     r"chunk \(t 1032\.0–1035\.5 s\); the other steps fall outside the public grid's chunk slots and are not "
+     r"released \(-v: why\)$"),
     # options a command does not read, or does not have, and options that contradict each other (issue #27)
     ("features-mechanism", ["features", "--synthetic", "40", "--out", "{tmp}/f.csv", "--mechanism", "lpa"], 2,
      r"^streamdp features: error: --mechanism: streamdp features does not read mechanism \(read by streamdp demo, "),
@@ -391,7 +400,7 @@ ROWS = [
     ("min-blink-duration", ["heatmap", "x", "--out", "{tmp}/m.npy", "--min-blink-duration", "3"], 2,
      r"^streamdp heatmap: error: min_blink_duration must be ≥ 0 and at most max_blink_duration \(2\.0\), got 3\.0$"),
     ("gaze-smoothing", ["demo", "--gaze-channel", "--gaze-smoothing", "median4"], 2,
-     r"^streamdp demo: error: --gaze-smoothing must be none or median<k> with k odd, 3 ≤ k ≤ 31 ticks, "
+     r"^streamdp demo: error: --gaze-smoothing must be none, median<k> or adaptive<k> with k odd, 3 ≤ k ≤ 31 ticks, "
      r"got 'median4'$"),
     ("chunk-length-2^21", ["demo", "--chunk-length", "2097152"], 2,
      r"^streamdp demo: error: chunk_length must be at most 2\^20 = 1048576, got 2097152$"),
@@ -407,6 +416,45 @@ ROWS = [
      r"^streamdp features: error: WindowConfig\.step must be finite and > 0, got 0\.0$"),
     ("window-negative", ["features", "--synthetic", "40", "--window", "-5", "--out", "{tmp}/f.csv"], 2,
      r"^streamdp features: error: WindowConfig\.window must be finite and > 0, got -5\.0$"),
+    # issue #37: silent or misleading answers to a typo, an empty subscription, the wrong file
+    ("budget-reset-unknown", ["budget", "reset", "nobody@nowhere", "--ledger-dir", "{tmp}/certs"], 2,
+     r"^streamdp budget: error: nobody@nowhere: no ledger of this identity in .*/certs \(streamdp budget show "
+     r"--ledger-dir .*/certs lists them; give --create to start one\)$"),
+    ("budget-show-file", ["budget", "show", "--ledger-dir", "{tmp}/garbage.key"], 2,
+     r"^streamdp budget: error: --ledger-dir .*/garbage\.key: is a file, not a folder of ledgers$"),
+    ("budget-show-missing", ["budget", "show", "--ledger-dir", "{tmp}/no-ledgers"], 2,
+     r"^streamdp budget: error: --ledger-dir .*/no-ledgers: no such folder$"),
+    ("budget-reset-file", ["budget", "reset", "alice@h", "--create", "--ledger-dir", "{tmp}/garbage.key"], 2,
+     r"^streamdp budget: error: --ledger-dir .*/garbage\.key: is a file, not a folder of ledgers$"),
+    ("subscribe-nothing-arrives", ["subscribe", "tcp://127.0.0.1:{busy}", "--timeout", "0.3"], 1,
+     r"^streamdp subscribe: error: tcp://127\.0\.0\.1:\d+: nothing arrived within 0\.3 s \(is a relay publishing "
+     r"there, on streamdp\.features\. and streamdp\.gaze\.\?\)$"),
+    ("features-pupil-positions", ["features", "{tmp}/pupil_positions.csv", "--out", "{tmp}/f.csv"], 2,
+     r"^streamdp features: error: .*/pupil_positions\.csv: eye-camera data \(pupil positions in the eye images, "
+     r"from Player's pupil_positions\.csv\), not gaze in the scene: give the export's gaze_positions\.csv"),
+    ("replay-pupil-positions", ["replay", "{tmp}/pupil_positions.csv", "--out", "{tmp}/o"], 2,
+     r"^streamdp replay: error: .*/pupil_positions\.csv: eye-camera data"),
+    ("heatmap-pupil-positions", ["heatmap", "{tmp}/pupil_positions.csv", "--out", "{tmp}/m.npy"], 2,
+     r"^streamdp heatmap: error: .*/pupil_positions\.csv: eye-camera data"),
+    ("relay-bind-nonsense", ["relay", "--bind", "nonsense"], 2,
+     r"^streamdp relay: error: --bind nonsense: not an address to listen on \(give e\.g\. tcp://127\.0\.0\.1:5570\)$"),
+    ("relay-status-bind-port", ["relay", "--status-bind", "tcp://127.0.0.1:http"], 2,
+     r"^streamdp relay: error: --status-bind tcp://127\.0\.0\.1:http: not an address to listen on"),
+    ("demo-bounds-png", ["demo", "--offline", "--bounds", "{tmp}/x.png"], 2,
+     r"^streamdp demo: error: .*/x\.png: not a bounds profile: not UTF-8 text \(byte 0\); give a TOML or JSON file$"),
+    ("doctor-pupil-remote-is-capture", ["doctor", "--pupil-remote", "tcp://127.0.0.1:50020", "--remote",
+                                        "tcp://127.0.0.1:50020"], 2,
+     r"^streamdp doctor: error: streamdp's Pupil Remote \(tcp://127\.0\.0\.1:50020\) cannot be Capture's "
+     r"\(tcp://127\.0\.0\.1:50020\)$"),
+    ("replay-binocular-only", ["replay", "{tmp}/binocular", "--out", "{tmp}/o"], 1,
+     r"^streamdp replay: error: .*/binocular: cannot read: .*/binocular: not a recording streamdp reads: it holds "
+     r"none of info\.player\.json, gaze\.pldata or offline_data/ \(a Pupil Capture recording\), gaze_positions\.csv "
+     r"\(a Player export\), gaze\.csv \(a Pupil Cloud export\), info\.json with gaze\*\.raw \(a Neon recording\); "
+     r"nothing written to .*/o$"),
+    ("evaluate-manifest-missing", ["evaluate", "--manifest", "{tmp}/none.csv", "--out", "{tmp}/eval"], 2,
+     r"^streamdp evaluate: error: --manifest .*/none\.csv: no such file$"),
+    ("evaluate-mechanism-and-mechanisms", ["evaluate", "--mechanism", "lpa", "--mechanisms", "cfpa"], 2,
+     r"^streamdp evaluate: error: give --mechanism or --mechanisms, not both$"),
     # what argparse refuses: one line, no usage block
     ("no-command", [], 2, r"^streamdp: error: the following arguments are required: COMMAND \(see streamdp --help\)$"),
     ("unknown-command", ["frobnicate"], 2, r"^streamdp: error: argument COMMAND: invalid choice: 'frobnicate'"),
@@ -491,6 +539,12 @@ def test_bad_input_ends_with_one_line_naming_it(
     (tmp_path / "garbage.key").write_text("not a certificate\n")
     for name, text in CONFIG_FILES.items():
         (tmp_path / name).write_text(text)
+    for name, content in INPUT_FILES.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        if isinstance(content, bytes):
+            (tmp_path / name).write_bytes(content)
+        else:
+            (tmp_path / name).write_text(content)
     cells = [f"{1000 + 5 * i};0.5;0.{i % 9};0.9" for i in range(400)]
     cells[6] = "1030;abc;0.5;0.9"
     (tmp_path / "gaze.csv").write_text("\n".join(cells) + "\n")

@@ -221,10 +221,11 @@ def _subscribed(argv: list[str], topics: int, config: SessionConfig, seconds: fl
 
 def test_subscribe_prints_a_line_a_second_and_the_guarantee_once(capsys):
     config = SessionConfig(seed=0, gaze_channel=True)
-    codes, sink = _subscribed(["--gaze-only", "--timeout", "0.5"], 1, config)
+    codes, sink = _subscribed(["--gaze-only", "--timeout", "5"], 1, config)
     assert codes == [0] and len(sink.ticks) == 181
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("gaze channel streamdp.gaze.geo-uniform, protected: Metric privacy")
+    assert lines[0].startswith("gaze channel streamdp.gaze.geo-uniform, protected: metric privacy, ε_w ")
+    assert lines[0].endswith("(the guarantee in full: -v, or docs/gaze-channel.md)") and len(lines[0]) < 200
     assert len(lines) == 5 and sum(line.startswith("gaze channel ") for line in lines) == 1
     seconds = lines[1:]
     last = sink.ticks[-1]
@@ -243,7 +244,9 @@ def test_subscribe_json_prints_each_tick_as_published_and_features_only_leaves_t
     got = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert got == [json.loads(json.dumps(t.to_message())) for t in sink.ticks[:5]]
     codes, _ = _subscribed(["--features-only", "--timeout", "0.3"], 1, config)
-    assert codes == [0] and capsys.readouterr().out == ""
+    captured = capsys.readouterr()
+    assert codes == [1] and captured.out == ""  # 3 s of gaze fill no chunk: nothing arrived
+    assert "nothing arrived within 0.3 s" in captured.err
 
 
 def test_subscribe_refuses_a_topic_with_a_channel_choice(capsys):

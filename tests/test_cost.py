@@ -193,7 +193,10 @@ def test_work_that_cannot_be_counted_reports_its_time_against_the_estimate():
 def test_quiet_progress_starts_no_reporter():
     with Progress("x", estimate=1.0, delay=0.0, every=0.01, show=False) as bar:
         bar.advance(3)
-    assert bar.done == 3 and bar.line(2.0) == "streamdp x: running for 2 s of about 1 s estimated"
+    assert bar.done == 3 and bar.line(0.5) == "streamdp x: running for 0.5 s of about 1 s estimated"
+    # past the estimate, it does not pretend to know what is left
+    past = "streamdp x: running for 2 s, longer than the 1 s estimated (what is left cannot be counted)"
+    assert bar.line(2.0) == past
 
 
 # ---------------------------------------------------------------- through the command line

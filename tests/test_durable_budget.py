@@ -124,7 +124,8 @@ def test_a_new_accountant_of_the_same_person_continues_the_budget(tmp_path):
     entry = second.charge()
     assert entry["epsilon_spent"] == 4.0 and entry["budget_left"] == 1.0 and entry["budget_durable"] is True
     assert "alice" not in json.dumps(entry)  # the identity names a person: never in the ledger entry
-    with pytest.raises(BudgetExhausted, match="session budget ε = 5 spent \\(4 used by 2 chunks; the next needs 2\\)"):
+    used_up = "session budget ε = 5 is used up: ε 4 spent by 2 chunks leaves 1, less than the 2"
+    with pytest.raises(BudgetExhausted, match=used_up):
         second.charge()
     # and the first, which has not seen the second's charge, is refused too: the file decides
     with pytest.raises(BudgetExhausted):
@@ -139,7 +140,7 @@ def test_starting_with_an_exhausted_budget_is_refused_with_a_clear_message(tmp_p
     with pytest.raises(BudgetExhausted) as refused:
         _acc(tmp_path)
     text = str(refused.value)
-    assert text.startswith(f"{ALICE}: session budget ε = 5 spent (4 used by 2 chunks; the next needs 2)")
+    assert text.startswith(f"{ALICE}: session budget ε = 5 is used up: ε 4 spent by 2 chunks leaves 1, less than the 2")
     assert str(LedgerStore(ALICE, folder=tmp_path).path) in text
     # a cheaper chunk still fits: refusal is about the next chunk, not a flag
     assert _acc(tmp_path, eps=1.0).charge()["epsilon_spent"] == 5.0
@@ -301,4 +302,4 @@ def test_a_relay_killed_mid_session_keeps_its_spent_budget(tmp_path):
     with _started(tmp_path, budget_chunks) as relay:
         out, err = relay.communicate(timeout=60)
     assert relay.returncode == 3 and out == ""
-    assert err.startswith(f"refused: {ALICE}: session budget ε = {budget_chunks * eps:g} spent")
+    assert err.startswith(f"refused: {ALICE}: session budget ε = {budget_chunks * eps:g} is used up")

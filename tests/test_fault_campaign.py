@@ -133,7 +133,7 @@ def test_the_relay_meets_every_fault_in_turn_and_loses_or_repeats_nothing():
         reader.close(linger=0)
         stalled.close(linger=0)
     assert proc.returncode == 0, err
-    stop = next(line for line in err.splitlines() if line.startswith("streamdp relay stopped"))
+    stop = next(line for line in err.splitlines() if line.startswith("streamdp relay: stopped ("))
     released = int(re.search(r"(\d+) chunks? released", stop).group(1))
     malformed, invalid = (int(re.search(rf"(\d+) {what}", stop).group(1)) for what in ("malformed", "invalid"))
     restarts = int(re.search(r"(\d+) restarts?", stop).group(1))

@@ -363,7 +363,7 @@ def test_sigterm_mid_chunk_stops_the_relay_cleanly_without_a_partial_chunk(tmp_p
             if sub is not None:
                 sub.close(linger=0)
     assert proc.returncode == 0
-    assert "streamdp relay stopped" in err
+    assert "streamdp relay: stopped (" in err
     assert all(len(m["t"]) == 32 and len(m["values"]) == 32 for m in received)
 
 

@@ -6,7 +6,9 @@ ledger folder's index) and prints whose it is, the ε spent, what is left of the
 charged under, its records and whether its chain is OK; a ledger that is refused (edited, lowered,
 truncated, vanished, garbage, old format) is one error line on stderr and exit status 2.
 ``streamdp budget reset IDENTITY`` archives the identity's ledger (renamed beside it, kept, even a
-refused one) and starts a new one from 0, and says so. ``streamdp budget migrate IDENTITY`` carries
+refused one) and starts a new one from 0, and says so; an identity with no ledger is refused
+(a typo starts no one's budget) unless ``--create`` is given. A ``--ledger-dir`` that is a file, or
+that does not exist (but for ``reset --create``), is refused. ``streamdp budget migrate IDENTITY`` carries
 the total of an old-format ledger (``<name>.json``, one JSON object, written before the chain)
 into a chained ledger and archives the old file. ``--ledger-dir`` is the relay's and replay's
 option, with the same default.
@@ -17,8 +19,10 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import fields
+from pathlib import Path
 
 from ..config import SessionConfig
+from ..errors import InputError
 from ..privacy.ledger_chain import Chain
 from ..privacy.ledger_store import LedgerError, LedgerStore, default_ledger_dir, ledger_identities
 from ..stages.gaze_privatizer import GAZE_LEDGER_SUFFIX
@@ -36,7 +40,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "reset",
         help="start an identity's budget over: its ledger is archived (renamed, kept) and a new one starts at 0",
     )
-    reset.add_argument("identity", help="whose ledger, e.g. alice@headset1")
+    reset.add_argument("identity", help="whose ledger, e.g. alice@headset1 (streamdp budget show lists them)")
+    reset.add_argument(
+        "--create",
+        action="store_true",
+        help="start a ledger for an identity that has none yet (without it, an unknown identity is refused: "
+        "a typo in a name starts no one's budget)",
+    )
     migrate = actions.add_parser(
         "migrate", help="carry an old-format ledger's total (one JSON object, no chain) into a chained ledger"
     )
@@ -49,7 +59,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         sub.set_defaults(handler=handler)
 
 
+def _ledger_folder(args: argparse.Namespace, *, must_exist: bool) -> Path:
+    """The ledger folder the options name; a ``--ledger-dir`` that is a file (or, when
+    ``must_exist``, that does not exist) is refused, naming it."""
+    if args.ledger_dir is None:
+        return default_ledger_dir()
+    folder = Path(args.ledger_dir).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--ledger-dir {args.ledger_dir}: is a file, not a folder of ledgers")
+    if must_exist and not folder.exists():
+        raise InputError(f"--ledger-dir {args.ledger_dir}: no such folder")
+    return folder
+
+
 def run_show(args: argparse.Namespace) -> int:
+    _ledger_folder(args, must_exist=True)
     if args.identity is not None:
         store = LedgerStore(args.identity, folder=args.ledger_dir)
         print("\n".join(describe(store, store.inspect())))  # a refused ledger: one line, exit 2
@@ -129,7 +153,15 @@ def _left(chain: Chain) -> str:
 
 
 def run_reset(args: argparse.Namespace) -> int:
+    folder = _ledger_folder(args, must_exist=not args.create)
     store = LedgerStore(args.identity, folder=args.ledger_dir)
+    known = store.path.exists() or store.legacy_path.exists() or store.identity in ledger_identities(folder)[0]
+    if not known and not args.create:
+        where = "" if args.ledger_dir is None else f" --ledger-dir {args.ledger_dir}"
+        raise InputError(
+            f"{store.identity}: no ledger of this identity in {folder} (streamdp budget show{where} lists them; "
+            "give --create to start one)"
+        )
     done = store.reset()
     if done.archived:
         names = ", ".join(str(p) for p in done.archived)

@@ -188,6 +188,31 @@ def csv_layout(args: argparse.Namespace, config: SessionConfig) -> CsvLayout | N
     return layout
 
 
+def refuse_eye_camera_data(path: str | Path) -> None:
+    """Refuse a Player ``pupil_positions.csv`` (a CSV whose header has ``pupil_timestamp`` and no
+    ``gaze_timestamp``): its positions are of the pupil in an eye camera's image, not of gaze in the
+    scene, and the commands would read them as gaze without a word.
+
+    Raises
+    ------
+    InputError
+        ``path`` is such a file, named, with the file to give instead.
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".csv" or not p.is_file():
+        return
+    try:
+        with open(p, errors="replace") as fh:
+            head = fh.readline()
+    except OSError:
+        return  # the reader says why it cannot read it
+    if "pupil_timestamp" in head and "gaze_timestamp" not in head:
+        raise InputError(
+            f"{p}: eye-camera data (pupil positions in the eye images, from Player's pupil_positions.csv), not gaze "
+            f"in the scene: give the export's gaze_positions.csv (or its folder)"
+        )
+
+
 def load_recording(
     path: str | None,
     synthetic: float | None,
@@ -204,7 +229,8 @@ def load_recording(
     Raises
     ------
     InputError
-        ``path`` cannot be read, or holds no plausible gaze; ``layout`` without a path.
+        ``path`` cannot be read, or holds no plausible gaze, or is eye-camera data
+        (:func:`refuse_eye_camera_data`); ``layout`` without a path.
     """
     if path is None:
         if layout is not None:
@@ -212,6 +238,8 @@ def load_recording(
         from ..synthetic import generate
 
         return generate(duration=synthetic or SYNTHETIC_SECONDS, rate=SYNTHETIC_RATE, seed=seed).recording
+    if layout is None:
+        refuse_eye_camera_data(path)
     return open_recording(path, layout, config, report)
 
 

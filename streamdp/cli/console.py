@@ -151,10 +151,18 @@ def termination_as_exception() -> Iterator[None]:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-def on_stop_signals(stop: Callable[[], Any]) -> None:
+def on_stop_signals(stop: Callable[[], Any]) -> list[int]:
     """Make SIGINT and SIGTERM call ``stop`` (a long-running loop that ends itself cleanly);
-    :func:`termination_as_exception` restores the previous handlers when the command ends."""
+    :func:`termination_as_exception` restores the previous handlers when the command ends. Returns
+    the list the signals received are appended to (their numbers), for the exit status."""
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        return
+        return received
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+        stop()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop())
+        signal.signal(sig, handler)
+    return received

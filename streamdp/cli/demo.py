@@ -201,7 +201,9 @@ def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording, 
         publish_reproducible_noise_not_private=config.seed is not None,
         sndhwm=1000 if tally is None else 0,
     )
-    topics = ("streamdp.features.",) if tally is None else ("streamdp.features.", GAZE_TOPIC)
+    # one subscriber, one subscription: with the gaze channel, the prefix both topics share (the
+    # publisher counts subscriptions, one per prefix: two prefixes would read as two subscribers)
+    topics = ("streamdp.features.",) if tally is None else ("streamdp.",)
     sub = connect_subscriber(publisher.endpoint, topics, rcvhwm=None if tally is None else 0)
     tap = LocalTap()
     sim: CaptureSimulator | None = None
@@ -250,7 +252,7 @@ def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording, 
         if thread is not None:
             thread.join(5)
         # the publisher's socket is the relay thread's until it has ended
-        summary = format_status(relay.status(StatusEvent.STOPPED)) if relay is not None else ""
+        summary = format_status(relay.status(StatusEvent.STOPPED), step=config.step) if relay is not None else ""
         if sim is not None:
             sim.stop()
         if tally is not None and got:

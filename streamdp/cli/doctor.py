@@ -90,12 +90,43 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+def refuse_capture_address(pupil_remote: str | None, remote: str) -> None:
+    """Refuse ``--pupil-remote`` at Capture's own Pupil Remote address (``--remote``), as the relay
+    refuses it: streamdp's would answer there instead of Capture's, or be Capture's itself.
+
+    Raises
+    ------
+    InputError
+        The two name the same host and port (``:0``, a port of the system's choosing, is not).
+
+    Examples
+    --------
+    >>> refuse_capture_address("tcp://h:50020", "tcp://h:50020")
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.InputError: streamdp's Pupil Remote (tcp://h:50020) cannot be Capture's (tcp://h:50020)
+    """
+    from urllib.parse import urlsplit
+
+    from ..errors import InputError
+
+    if pupil_remote is None or pupil_remote.endswith(":0"):
+        return
+    try:
+        same = urlsplit(pupil_remote)[1:] == urlsplit(remote)[1:]
+    except ValueError:
+        return  # not an address: said where it is used
+    if same:
+        raise InputError(f"streamdp's Pupil Remote ({pupil_remote}) cannot be Capture's ({remote})")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..network.doctor import Finding, check_deployment, check_ports
     from ..network.lsl_streams import survey_lsl
     from ..network.subscriber import check_address
 
     config = checked(config_from(args))
+    refuse_capture_address(args.pupil_remote, args.remote)
     if bool(args.curve_secret) != bool(args.curve_clients):
         from ..errors import StreamdpError
 

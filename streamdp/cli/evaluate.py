@@ -148,7 +148,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--fit-weights",
         action="store_true",
         help="split each mechanism's ε by weights fitted on each training fold alone, as streamdp fit-weights "
-        "fits them (for the first --tasks column, protecting participant), instead of --weights: rows say "
+        "fits them (for the first --tasks column, protecting participant, and for each point's ε: how many "
+        "features to fund chosen by an inner cross-validation on the fold), instead of --weights: rows say "
         "weights=fitted and each fold's digest (docs/privacy.md)",
     )
     add_gaze_options(p)
@@ -229,16 +230,22 @@ def _recordings(
         return feature_signals(synthetic_study(args.people, args.seconds, seed, config.signal), config, None), long
 
 
-def run(args: argparse.Namespace) -> int:
+def _require_extras() -> None:
+    """The evaluate extra, imported (seconds of it): after the options were checked."""
     for module in ("sklearn", "matplotlib"):
         require_extra(module, "evaluate", "evaluate")
+
+
+def run(args: argparse.Namespace) -> int:
+    # the options are checked first, the extra's imports (seconds) after: a refusal comes at once
     check_channel_options(args)
+    if args.manifest and not Path(args.manifest).is_file():
+        what = "is a folder, not a CSV file" if Path(args.manifest).is_dir() else "no such file"
+        raise StreamdpError(f"--manifest {args.manifest}: {what}")
     if args.channel == "gaze":
+        _require_extras()
         return run_gaze(args)
     args.seeds = args.seeds or 3
-    from ..offline.evaluate import GridPoint, default_workers, evaluate
-    from ..offline.results import check_output_folder, staged_folder, write_results
-
     config = config_from(args)
     if config.epsilon_per_feature is not None:
         n = len(config.bounds_profile().names)
@@ -252,11 +259,15 @@ def run(args: argparse.Namespace) -> int:
     mechanisms = grid_axis(args, "mechanism", "mechanisms", CHOICES, config)
     epsilons = grid_axis(args, "epsilon", "epsilons", DEFAULT_EPSILONS, config)
     chunk_lengths = grid_axis(args, "chunk_length", "chunk_lengths", DEFAULT_CHUNK_LENGTHS, config)
+    from ..offline.evaluate import GridPoint, default_workers, evaluate
+    from ..offline.results import check_output_folder, staged_folder, write_results
+
     grid = [GridPoint("none", 0.0, n) for n in chunk_lengths[:1]]
     grid += [GridPoint(m, e, n) for m in mechanisms for n in chunk_lengths for e in epsilons]
     _check_grid(grid, config)
     out = Path(args.out)
     check_output_folder(out, overwrite=args.overwrite)
+    _require_extras()
     seed = config.seed if config.seed is not None else 0
     jobs, parallel = len(grid) * args.seeds, min(args.workers or default_workers(), default_workers())
     recs, long = _recordings(args, config, layout, seed, jobs, parallel)
@@ -271,7 +282,10 @@ def run(args: argparse.Namespace) -> int:
     if args.manifest:  # the recordings' lengths are known once they are read
         long = preview(cost, "evaluate")
     show = not args.quiet and not terminal_bar()  # on a terminal, the evaluation's own bar
-    with Progress("evaluate", estimate=cost.seconds, show=show, delay=progress_after(long)):
+    progress = Progress(
+        "evaluate", estimate=cost.seconds, total=jobs, unit="job", show=show, delay=progress_after(long)
+    )
+    with progress:  # counted by job: what is left is revised from the jobs done
         rows = evaluate(
             recs,
             grid,
@@ -286,6 +300,7 @@ def run(args: argparse.Namespace) -> int:
             executor=args.executor,
             scheduler=args.scheduler,
             fit_weights=args.fit_weights,
+            on_job=progress.advance,
         )
     with staged_folder(out, overwrite=args.overwrite) as stage:
         paths = [out / p.name for p in write_results(rows, stage.path, config)]

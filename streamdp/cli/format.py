@@ -96,28 +96,64 @@ def describe_epsilon(mechanism: Mapping[str, Any]) -> str:
     return f"ε {float(total):g} per chunk (split by the {mechanism.get('weights', 'profile')} weights{capped})"
 
 
+#: the unit of each feature of the schema (streamdp.privacy.bounds states them with each bound);
+#: ratios, proportions and the wordbook's counts have none
+_UNITS = {
+    "saccade_amplitude_mean": "°",
+    "saccade_amplitude_max": "°",
+    "saccade_amplitude_var": " deg²",
+    "fixation_duration_mean": " s",
+    "fixation_duration_max": " s",
+    "fixation_duration_var": " s²",
+    "fixation_var_x_mean": " deg²",
+    "fixation_var_y_mean": " deg²",
+    "fixation_var_x_var": " deg⁴",
+    "fixation_var_y_var": " deg⁴",
+    "pupil_mean_mean": " mm",
+    "pupil_mean_var": " mm²",
+    "pupil_var_mean": " mm²",
+    "pupil_var_var": " mm⁴",
+    "blink_duration_mean": " s",
+    "blink_duration_var": " s²",
+}
+
+
+def feature_unit(name: str) -> str:
+    """The unit a feature's value is in, as it follows the number (empty when it has none).
+
+    Examples
+    --------
+    >>> [f"1.5{feature_unit(n)}" for n in ("blink_rate", "saccade_amplitude_max", "pupil_mean_mean", "wordbook1_max")]
+    ['1.5/s', '1.5°', '1.5 mm', '1.5']
+    """
+    if name.endswith("_rate"):
+        return "/s"
+    return _UNITS.get(name, "")
+
+
 def _means(led: Mapping[str, Any], names: list[str], values: np.ndarray) -> str:
-    """The means over the chunk of a few released features, and how many public constants are not
-    shown and why.
+    """The means over the chunk of a few released features with their units, that they are noised,
+    and how many public constants are not shown and why.
 
     Examples
     --------
     >>> led = {"dropped_features": ["fixation_rate"], "weights": "task"}
-    >>> _means(led, ["fixation_rate", "blink_rate", "x"], np.array([[3.0, 0.25, 1.0], [3.0, 0.75, 2.0]]))
-    'blink_rate 0.5, x 1.5 (1 public constant not shown: the task weights give it no ε)'
-    """
+    >>> _means(led, ["fixation_rate", "blink_rate", "x"], np.array([[3.0, 0.25, 1.0], [3.0, -0.75, 2.0]]))
+    'blink_rate -0.25/s, x 1.5 (noise can put a mean outside its range, even below 0; 1 public constant not shown: the task weights give it no ε)'
+    """  # noqa: E501
     constants = set(led.get("dropped_features") or ())
     released = [name for name in names if name not in constants]
     shown = [name for name in SHOWN_FEATURES if name in released][:SHOWN]
     shown += [name for name in released if name not in shown][: SHOWN - len(shown)]
-    means = ", ".join(f"{name} {values[:, names.index(name)].mean():.3g}" for name in shown) or "-"
-    if not constants:
-        return means
-    them = "it" if len(constants) == 1 else "them"
-    return (
-        f"{means} ({counted(len(constants), 'public constant')} not shown: "
-        f"the {led.get('weights', 'profile')} weights give {them} no ε)"
-    )
+    means = ", ".join(f"{name} {values[:, names.index(name)].mean():.3g}{feature_unit(name)}" for name in shown) or "-"
+    notes = ["noise can put a mean outside its range, even below 0"] if shown else []
+    if constants:
+        them = "it" if len(constants) == 1 else "them"
+        notes.append(
+            f"{counted(len(constants), 'public constant')} not shown: the {led.get('weights', 'profile')} weights "
+            f"give {them} no ε"
+        )
+    return f"{means} ({'; '.join(notes)})" if notes else means
 
 
 def _unit_sentence(led: Mapping[str, Any]) -> str:
@@ -196,7 +232,7 @@ def format_chunk(message: Mapping[str, Any]) -> str:
         f"  protected: {_unit_sentence(led)}\n"
         f"  {raw}\n"
         f"{noise}"
-        f"  means over the chunk: {_means(led, names, values)}"
+        f"  noised means over the chunk: {_means(led, names, values)}"
     )
 
 
@@ -212,8 +248,13 @@ def format_local(clipped_fraction: float) -> str:
     return f"  on this device only: {clipped_fraction:.1%} of the values were clipped to the bounds"
 
 
-def format_status(status: SessionStatus) -> str:
+def format_status(status: SessionStatus, *, step: float | None = None) -> str:
     """One sentence for a session's status: what happened, the counters, ε spent, subscribers.
+
+    The publisher counts subscriptions, one per subscriber and topic prefix it asked for (ZeroMQ
+    does not say which subscriber sent one): they are called so, not subscribers. ``step`` (s),
+    when the caller knows the session's, says how long a dropped step is: a step of
+    the feature grid that no released chunk holds (a partial chunk at the start or the end, or a gap).
 
     Raises
     ------
@@ -228,18 +269,26 @@ def format_status(status: SessionStatus) -> str:
     ...     print(part)
     running (dcfpa): 10 gaze samples received, 1 chunk released, ε 52 spent
     skipped 0 malformed, 0 invalid, 0 late
-    0 dropped steps, 0 reconnects, 0 restarts
-    0 subscribers
+    0 steps dropped (in no released chunk), 0 reconnects, 0 restarts
+    0 topic subscriptions
+    >>> format_status(SessionStatus(mechanism="dcfpa", dropped_steps=52), step=0.5).split("; ")[2]
+    '52 steps of 0.5 s dropped (in no released chunk), 0 reconnects, 0 restarts'
     """
     s = check_status(status)
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float))):
+        raise TypeError(f"step must be a number of seconds, got {step!r}")
+    if step is not None and not 0 < step < float("inf"):
+        raise ValueError(f"step must be finite and > 0, got {step!r}")
+    steps = "step" if s.dropped_steps == 1 else "steps"
+    dropped = f"{s.dropped_steps} {steps}{f' of {step:g} s' if step else ''} dropped (in no released chunk)"
     budget = ", the budget is exhausted" if s.budget_exhausted else ""
     clipped = f" ({s.clipped_fraction:.1%} of the last chunk clipped to the bounds)" if s.clipped_fraction else ""
     return (
         f"{EVENT_WORDS[s.event]} ({s.mechanism}): {counted(s.received, 'gaze sample')} received, "
         f"{counted(s.released, 'chunk')} released{clipped}, ε {s.epsilon_spent:g} spent{budget}; "
         f"skipped {s.malformed} malformed, {s.invalid} invalid, {s.late} late; "
-        f"{counted(s.dropped_steps, 'dropped step')}, {counted(s.reconnects, 'reconnect')}, "
-        f"{counted(s.restarts, 'restart')}; {counted(s.subscribers, 'subscriber')}"
+        f"{dropped}, {counted(s.reconnects, 'reconnect')}, "
+        f"{counted(s.restarts, 'restart')}; {counted(s.subscribers, 'topic subscription')}"
         + (f"; {s.refused} requests of apps refused (streamdp's Pupil Remote)" if s.refused else "")
     )
 

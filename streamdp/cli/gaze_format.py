@@ -48,8 +48,9 @@ def describe_gaze_channel(config: SessionConfig) -> str:
     return (
         f"; gaze channel on {GAZE_TOPIC}{config.gaze_mechanism}: {config.gaze_rate:g} ticks a second, "
         f"ε {config.gaze_epsilon:g} per degree over any {config.gaze_w} ticks"
-        + ("" if config.gaze_smoothing == "none" else f", released through a public median of the last "
-           f"{config.gaze_smoothing.removeprefix('median')}")
+        + ("" if config.gaze_smoothing == "none" else f", released through a public "
+           f"{'adaptive ' * config.gaze_smoothing.startswith('adaptive')}median of the last "
+           f"{config.gaze_smoothing.removeprefix('median').removeprefix('adaptive')}")
     )  # fmt: skip
 
 
@@ -177,9 +178,24 @@ class GazeTally:
         return format_gaze_channel(self.ticks, self.first, self.last, self.span)
 
 
+def _short_guarantee(led: Mapping[str, Any]) -> str:
+    """The channel's guarantee in one line: its ε_w, its window, and where the full text is."""
+    w, rate = int(led["w"]), float(led["rate_hz"])
+    return (
+        f"metric privacy, ε_w {float(led['epsilon_w_per_degree']):g} per degree of gaze displacement over any "
+        f"{counted(w, 'tick')} ({w / rate:g} s) (the guarantee in full: -v, or docs/gaze-channel.md)"
+    )
+
+
 class GazeSeconds:
     """Ticks in, lines out: one line per second of the source's clock, and the channel's
-    guarantee once, when a tick first carries it.
+    guarantee once, when a tick first carries it: in one short line (ε_w per degree over ``w``
+    ticks, and where the full text is), or in full with ``full_guarantee``.
+
+    Parameters
+    ----------
+    full_guarantee : bool, optional
+        Print the guarantee's whole text (``streamdp subscribe -v``), not its one-line summary.
 
     Examples
     --------
@@ -188,13 +204,19 @@ class GazeSeconds:
     ...        "rate_hz": 60.0, "epsilon_tick_per_degree": 1.0, "tick_index": 0, "guarantee": "Metric privacy …"}
     >>> tick = {"topic": "streamdp.gaze.geo-uniform", "names": ["x_deg", "y_deg", "x_norm", "y_norm"],
     ...         "t": [1000.0], "values": [[1.0, -2.5, 0.51, 0.45]], "ledger": led}
-    >>> seconds.add(tick)
+    >>> seconds.add(tick)  # doctest: +NORMALIZE_WHITESPACE
+    ['gaze channel streamdp.gaze.geo-uniform, protected: metric privacy, ε_w 60 per degree of gaze displacement
+      over any 60 ticks (1 s) (the guarantee in full: -v, or docs/gaze-channel.md)']
+    >>> GazeSeconds(full_guarantee=True).add(tick)
     ['gaze channel streamdp.gaze.geo-uniform, protected: Metric privacy …']
     >>> seconds.add({**tick, "t": [1001.0], "ledger": {**led, "tick_index": 60}})
     ['gaze t 1000–1001 s: 1 tick, last at x 1.00°, y -2.50° (0.510, 0.450 of the scene), ε 1 per degree per tick']
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, full_guarantee: bool = False) -> None:
+        if not isinstance(full_guarantee, bool):
+            raise TypeError(f"full_guarantee must be a bool, got {full_guarantee!r}")
+        self._full = full_guarantee
         self._second: int | None = None
         self._eps: list[float] = []
         self._last: Mapping[str, Any] | None = None
@@ -215,7 +237,7 @@ class GazeSeconds:
         if not self._told and isinstance(led.get("guarantee"), str):
             self._told = True
             out.append(f"gaze channel {message.get('topic', GAZE_TOPIC + str(led['mechanism']))}, "
-                       f"protected: {led['guarantee']}")  # fmt: skip
+                       f"protected: {led['guarantee'] if self._full else _short_guarantee(led)}")  # fmt: skip
         self._second = second
         self._eps.append(float(led["epsilon_tick_per_degree"]))
         self._last = message

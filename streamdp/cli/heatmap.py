@@ -25,7 +25,7 @@ from ..config.fields import EVENT_FIELDS
 from ..errors import StreamdpError
 from ..plausibility import Implausible, share
 from ..privacy.mechanisms import HEATMAP_MECHANISMS
-from .common import output_file, require_extra, write_atomically
+from .common import output_file, refuse_eye_camera_data, require_extra, write_atomically
 from .console import say
 from .contract import Excludes
 from .cost import heatmap_cost
@@ -133,6 +133,17 @@ def run(args: argparse.Namespace) -> int:
         return _heatmap(args, config, (h, w), cap, out, png)
 
 
+def _about(count: float) -> str:
+    """A count of people, whole up to a million, in scientific notation beyond.
+
+    Examples
+    --------
+    >>> _about(41.2), _about(3.4e299)
+    ('42', '3.4e+299')
+    """
+    return str(math.ceil(count)) if count < 1e6 else f"{count:.2g}"
+
+
 def _heatmap(
     args: argparse.Namespace, config: SessionConfig, shape: tuple[int, int], cap: int | None, out: Path, png: Path
 ) -> int:
@@ -148,6 +159,7 @@ def _heatmap(
     maps = []
     left_out: list[Implausible] = []
     for path in args.paths:
+        refuse_eye_camera_data(path)
         rec = read_recording(path, report=left_out.append)
         tally = GazeTally(config.min_confidence)
         tally.add(rec.gaze.t, rec.gaze.valid, rec.gaze.confidence)
@@ -190,8 +202,8 @@ def _heatmap(
     noisy = mech.privatize(arr, secure_generator(args.seed))
     mean = float(np.minimum(arr, cap).mean()) if n else 0.0
     if sd >= mean:
-        need = math.ceil(n * sd / mean) if mean > 0 else None
-        more = f"; about {need} observers would bring it below the mean" if need else ""
+        need = n * sd / mean if mean > 0 else math.inf
+        more = f"; about {_about(need)} observers would bring it below the mean" if math.isfinite(need) else ""
         log.warning(
             "the heatmap is mostly noise: its noise sd %.3g is at least the map's mean %.3g fixations per observer "
             "per pixel with %s%s (a larger ε, cap or pixels would help too)",

@@ -7,7 +7,9 @@ otherwise a line every few seconds: a log or a pipe gets whole lines, not a bar 
 It stays silent for the first ``delay`` seconds, so that work that ends sooner says nothing, and
 with ``-q``. A command announces long work first (:func:`preview`), and gives
 a short delay to work it announced, a longer one to work it expected to be short: an estimate
-that is wrong still ends in progress within half a minute.
+that is wrong still ends in progress within half a minute. The lines come further apart as the work
+goes on (each wait twice the last, at most :data:`EVERY_AT_MOST`), and what is left is revised from
+the measured rate of the work done (counted work), or said to be unknown once the estimate is passed.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ LONG = 60.0
 SOON = 5.0
 #: seconds of silence before the progress of work that was expected to be short
 AFTER = 20.0
+#: the longest wait (s) between two progress lines
+EVERY_AT_MOST = 60.0
 
 
 class TooMuchWork(StreamdpError):
@@ -143,7 +147,8 @@ class Progress:
     show : bool
         False (``-q``): nothing is shown.
     delay, every : float
-        Seconds of silence before the first report, and between two lines.
+        Seconds of silence before the first report, and between the first two lines (each later
+        wait is twice the one before, at most :data:`EVERY_AT_MOST`).
     stream : text file, optional
         Where to write (default: ``sys.stderr`` when the work starts).
 
@@ -156,10 +161,14 @@ class Progress:
     --------
     >>> Progress("features", estimate=180.0).line(72.0)
     'streamdp features: running for 72 s of about 3 min estimated'
-    >>> bar = Progress("demo", estimate=100.0, total=40, unit="chunk")
+    >>> Progress("features", estimate=23.0).line(222.0)
+    'streamdp features: running for 3.7 min, longer than the 23 s estimated (what is left cannot be counted)'
+    >>> bar = Progress("evaluate", estimate=23.0, total=40, unit="job")
+    >>> bar.line(10.0)
+    'streamdp evaluate: 0 of 40 jobs (0%) after 10 s, none done yet (about 23 s estimated in all)'
     >>> bar.advance(12)
     >>> bar.line(30.0)
-    'streamdp demo: 12 of 40 chunks (30%) after 30 s, about 70 s left'
+    'streamdp evaluate: 12 of 40 jobs (30%) after 30 s, about 70 s left'
     """
 
     def __init__(
@@ -198,13 +207,20 @@ class Progress:
     def line(self, elapsed: float) -> str:
         """The report after ``elapsed`` s, as one line."""
         head = f"streamdp {self.command}: "
+        if self.total is None and elapsed > self.estimate:
+            return head + (
+                f"running for {human_seconds(elapsed)}, longer than the {human_seconds(self.estimate)} estimated "
+                "(what is left cannot be counted)"
+            )
         if self.total is None:
             return head + f"running for {human_seconds(elapsed)} of about {human_seconds(self.estimate)} estimated"
         share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
         plural = "" if self.total == 1 else "s"
         text = f"{self.done} of {self.total} {self.unit}{plural}{share} after {human_seconds(elapsed)}"
-        if 0 < self.done < self.total:
+        if 0 < self.done < self.total:  # the measured rate: the estimate converges as the work goes on
             text += f", about {human_seconds(elapsed / self.done * (self.total - self.done))} left"
+        elif self.done == 0 and self.total:
+            text += f", none done yet (about {human_seconds(self.estimate)} estimated in all)"
         return head + text
 
     def __enter__(self) -> Progress:
@@ -228,7 +244,7 @@ class Progress:
     def _report(self) -> None:
         """The reporting thread: a line every ``every`` s after ``delay`` (or, on a bar, the
         time run every second)."""
-        wait = self.delay
+        wait, lines = self.delay, 0
         while not self._stop.wait(wait):
             elapsed = time.monotonic() - self._start
             if self._bar is not None:
@@ -238,7 +254,8 @@ class Progress:
                 wait = 1.0
                 continue
             print(self.line(elapsed), file=self._stream, flush=True)
-            wait = self.every
+            lines += 1
+            wait = self.every if lines == 1 else min(2 * wait, max(EVERY_AT_MOST, self.every))
 
 
 def terminal_bar(stream: TextIO | None = None) -> bool:

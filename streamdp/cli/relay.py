@@ -275,7 +275,35 @@ def _pupil_remote(args: argparse.Namespace, curve: Any) -> Any:
     )
 
 
+def check_bind_form(option: str, endpoint: str) -> None:
+    """Refuse an ``endpoint`` to listen on that is not of a ZeroMQ address's form (``tcp://HOST:PORT``,
+    the port a number or ``*``; ``ipc://PATH``; ``inproc://NAME``), before anything else is said of it
+    (whether it is private, whether it can be bound).
+
+    Raises
+    ------
+    InputError
+        Not such an address, named with ``option``.
+
+    Examples
+    --------
+    >>> check_bind_form("--bind", "nonsense")
+    Traceback (most recent call last):
+    ...
+    streamdp.errors.InputError: --bind nonsense: not an address to listen on (give e.g. tcp://127.0.0.1:5570)
+    """
+    scheme, sep, rest = endpoint.partition("://")
+    fine = bool(sep and rest) and scheme in ("tcp", "ipc", "inproc")
+    if fine and scheme == "tcp":
+        host, colon, port = rest.rpartition(":")
+        fine = bool(colon and host) and (port == "*" or (port.isdigit() and int(port) <= 65535))
+    if not fine:
+        raise InputError(f"{option} {endpoint}: not an address to listen on (give e.g. tcp://127.0.0.1:5570)")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_bind_form("--bind", args.bind)
+    check_bind_form("--status-bind", args.status_bind)
     from ..network.sink import ReleasePublisher, StatusPublisher
     from ..network.subscriber import check_address
     from ..session import Session
@@ -363,5 +391,5 @@ def run(args: argparse.Namespace) -> int:
             facade.close()
         if outlet is not None:
             outlet.close()
-    say(f"streamdp relay stopped: {format_status(session.status(StatusEvent.STOPPED, subscribers))}")
+    say(f"streamdp relay: {format_status(session.status(StatusEvent.STOPPED, subscribers), step=config.step)}")
     return 0

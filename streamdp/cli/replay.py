@@ -12,6 +12,9 @@ recording's own timestamps plus one offset that each stream's description states
 (:mod:`streamdp.offline.lsl_playback`): the replay waits for an inlet on each stream before its
 first release (``--lsl-wait`` bounds the wait; a recording no inlet took exits 1, its files
 written), and runs the recordings in this process, one after another.
+
+A recording some of whose steps fall outside the public grid's chunk slots gets one short line
+(how many steps are in whole chunks); ``-v`` gives the whole explanation.
 """
 
 from __future__ import annotations
@@ -22,13 +25,20 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
-from .common import SCHEDULER_NEEDS_DASK, add_csv_options, add_executor_options, csv_layout
+from .common import SCHEDULER_NEEDS_DASK, add_csv_options, add_executor_options, csv_layout, refuse_eye_camera_data
 from .console import say
 from .contract import Excludes, Needs
 from .format import counted, json_line
 from .gaze_options import gaze_options_checked
 from .options import add_config_file_option, add_config_options, reads
-from .parsing import COUNT, POSITIVE
+from .parsing import COUNT, POSITIVE, verbosity
+
+#: the exit statuses, as ``streamdp replay --help`` states them
+EPILOG = (
+    "exit status: 0 at least one recording written (any skipped are named on stderr); 1 every recording "
+    "skipped (nothing written), or with --lsl a recording whose streams no inlet took (its files written); "
+    "2 bad input; 130 / 143 interrupted (SIGINT / SIGTERM), nothing partial left"
+)
 
 #: the configuration fields it reads: all but the live group's (a recording is read in time order)
 READS = reads("privacy", "features", "gaze")
@@ -44,7 +54,7 @@ CONFLICTS = (
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
-        "replay", help="recorded sessions through the private pipeline, sanitized features to files"
+        "replay", help="recorded sessions through the private pipeline, sanitized features to files", epilog=EPILOG
     )
     p.add_argument("paths", nargs="+", help="recordings (any format streamdp reads)")
     p.add_argument("--out", required=True, help="output folder (refused if it exists, unless --overwrite)")
@@ -127,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
 
     config = gaze_options_checked(args)  # bad options fail here, before any work starts
     layout = csv_layout(args, config)
+    if layout is None:
+        for path in args.paths:
+            refuse_eye_camera_data(path)
     lsl = _lsl(args, config)
     with _preview(args, config, layout):
         results = replay(
@@ -141,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             layout=layout,
             lsl=lsl,
         )
-    unreadable = unplayed = 0
+    unplayed = 0
     alone = len(results) == 1
     for r in results:
         if args.json:
@@ -149,12 +162,11 @@ def run(args: argparse.Namespace) -> int:
         if r.warning:
             print(f"streamdp: warning: {r.path}: {r.warning}", file=sys.stderr)
         if r.skipped:
-            unreadable += r.skipped.startswith("cannot read")
             if not alone:
                 print(f"skipped {r.path}: {r.skipped}", file=sys.stderr)
             continue
         if r.note:
-            say(f"streamdp replay: {r.path}: {r.note}")
+            say(f"streamdp replay: {r.path}: {r.note if verbosity(args) > 0 else _short_note(r.note)}")
         if r.implausible and args.json:
             say(f"streamdp replay: {r.path}: {r.implausible}")
         if r.lsl_problem:
@@ -175,4 +187,15 @@ def run(args: argparse.Namespace) -> int:
         why = f"{results[0].path}: {results[0].skipped}" if alone else every
         print(f"streamdp replay: error: {why}; nothing written to {args.out}", file=sys.stderr)
         return 1
-    return 1 if unreadable or unplayed else 0
+    skipped = sum(1 for r in results if r.skipped)
+    if skipped:
+        say(f"streamdp replay: {len(results) - skipped} of {counted(len(results), 'recording')} written to "
+            f"{args.out}, {skipped} skipped (named above)")  # fmt: skip
+    return 1 if unplayed else 0
+
+
+def _short_note(note: str) -> str:
+    """The first clause of a replay's coverage note (how many steps, how many in whole chunks), and
+    where the rest is: the explanation of the public grid's chunk slots is for ``-v``."""
+    head = note.split("; ", 1)[0]
+    return f"{head}; the other steps fall outside the public grid's chunk slots and are not released (-v: why)"

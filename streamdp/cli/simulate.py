@@ -5,11 +5,15 @@ Capture starts publishing whoever listens and drops what a stalled subscriber ha
 after it gets the whole recording: it waits for a subscriber to gaze and queues without limit;
 ``--no-wait --hwm 1000`` delivers as Capture does. Gaze that would not fit in memory (a huge
 ``--synthetic``) is refused before it is made; playback as fast as possible (``--speed 0``) that
-takes over a minute is announced and its progress shown (:mod:`streamdp.cli.progress`)."""
+takes over a minute is announced and its progress shown (:mod:`streamdp.cli.progress`).
+
+While it waits for a subscriber it says so, once, and says when playback starts. The exit status
+(:data:`EPILOG`, in ``streamdp simulate --help``) is the same whatever it was doing when stopped."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import threading
 
 from ..plausibility import Implausible
@@ -17,10 +21,18 @@ from .common import SYNTHETIC_RATE, SYNTHETIC_SECONDS, load_recording
 from .console import on_stop_signals, say
 from .contract import Excludes
 from .cost import simulate_cost
+from .format import counted
 from .parsing import NON_NEGATIVE, PORT, POSITIVE, SEED, number
 from .progress import Progress, preview, progress_after
 
 HWM = number(int, low=0)
+
+#: the exit statuses, as ``streamdp simulate --help`` states them
+EPILOG = (
+    "exit status: 0 the recording was played to its end, or SIGINT (Ctrl-C) or SIGTERM stopped it cleanly, "
+    "whether it was waiting for a subscriber, playing or serving (--stay, --loop); 130 / 143 SIGINT / SIGTERM "
+    "before it served (while the gaze was read or made); 2 bad input"
+)
 
 #: it reads no configuration field
 READS: tuple[str, ...] = ()
@@ -32,7 +44,7 @@ CONFLICTS = (
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    p = commands.add_parser("simulate", help="a stand-in Pupil Capture speaking the Network API")
+    p = commands.add_parser("simulate", help="a stand-in Pupil Capture speaking the Network API", epilog=EPILOG)
     p.add_argument("path", nargs="?", help="recording to play (default: synthetic gaze)")
     p.add_argument(
         "--synthetic",
@@ -92,22 +104,33 @@ def run(args: argparse.Namespace) -> int:
         eye_lag=args.eye_lag,
     )
     done = threading.Event()
-    on_stop_signals(done.set)
+    signals = on_stop_signals(done.set)
     sim.start()  # a taken port or a bad host: one line, nothing left open
     pace = f"at {args.speed:g}× real time" if args.speed else "as fast as possible"
-    say(
-        f"simulated Pupil Capture: Pupil Remote at {sim.remote_address} (SUB_PORT {sim.ports.sub}, "
-        f"PUB_PORT {sim.ports.pub}), playing {rec.name} {pace}{', in a loop' if args.loop else ''}"
-        + "".join(f"; {x.describe()}" for x in left_out if x.describe()),
-    )
+    playing = f"{rec.name} {pace}{', in a loop' if args.loop else ''}"
+    where = f"Pupil Remote at {sim.remote_address} (SUB_PORT {sim.ports.sub}, PUB_PORT {sim.ports.pub})"
+    left = "".join(f"; {x.describe()}" for x in left_out if x.describe())
+    waiting = not args.no_wait and not sim.gaze_subscribed
+    if waiting:
+        say(
+            f"simulated Pupil Capture: {where}, waiting for a subscriber to gaze before playing {playing} "
+            f"(e.g. streamdp relay --remote {sim.remote_address}; --no-wait plays at once){left}"
+        )
+    else:
+        say(f"simulated Pupil Capture: {where}, playing {playing}{left}")
     show = not args.quiet and not paced
     try:
-        with Progress("simulate", estimate=cost.seconds, show=show, delay=progress_after(long)):
+        while waiting and not done.is_set() and not sim.gaze_subscribed:
+            done.wait(0.1)
+        if waiting and sim.gaze_subscribed:
+            say(f"simulated Pupil Capture: a subscriber came: playing {playing}")
+        with Progress("simulate", estimate=cost.seconds, show=show and not done.is_set(), delay=progress_after(long)):
             while not done.is_set() and not sim.finished.is_set():
                 done.wait(0.1)
         while args.stay and not done.is_set():
             done.wait(0.1)
     finally:
         sim.stop()
-    say(f"simulated Pupil Capture stopped after {sim.published} datums")
-    return 0
+    how = f" by {signal.Signals(signals[0]).name}" if signals else ""
+    say(f"simulated Pupil Capture stopped{how} after {counted(sim.published, 'datum')}")
+    return 0  # a clean stop, as the relay's: the same whatever it was doing

@@ -8,7 +8,12 @@ prints the status: the relay never puts its status on the sanitized socket. All 
 sentences — a chunk with its ledger in words, the ticks as one line per second of gaze (how many,
 the last position, ε per tick) and the channel's guarantee once — or with ``--json`` as one JSON
 object per line, each the message as published (a chunk or a tick has ``topic`` and ``ledger``, a
-tick's ledger ``"channel": "gaze"``; a status has ``event``).
+tick's ledger ``"channel": "gaze"``; a status has ``event``). The gaze channel's guarantee is one
+line (its ε_w and window), in full with ``-v``.
+
+Exit status 0 when messages arrived (and then ``--timeout`` s passed without one, or ``--count``
+were printed); 1 when nothing arrived within ``--timeout`` s of subscribing (one line on stderr says
+so: nothing is publishing there, or not on these topics); 2 for bad input.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import sys
 from pathlib import Path
 
 from .format import format_chunk, format_status, json_line
-from .parsing import POSITIVE, number
+from .parsing import POSITIVE, number, verbosity
 
 #: the sanitized topics' prefixes
 FEATURES_TOPIC = "streamdp.features."
@@ -30,7 +35,9 @@ READS: tuple[str, ...] = ()
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
-        "subscribe", help="print the sanitized chunks and gaze ticks a relay publishes, or its local status"
+        "subscribe",
+        help="print the sanitized chunks and gaze ticks a relay publishes, or its local status",
+        epilog="exit status: 0 messages arrived; 1 nothing arrived within --timeout seconds; 2 bad input",
     )
     p.add_argument(
         "endpoint",
@@ -51,7 +58,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default=0,
         help="stop after this many messages: chunks, ticks (one each) or status (default: 0, never)",
     )
-    p.add_argument("--timeout", type=POSITIVE, default=3600.0, help="stop after this many seconds without a message")
+    p.add_argument(
+        "--timeout",
+        type=POSITIVE,
+        default=3600.0,
+        help="stop after this many seconds without a message (none at all: exit status 1)",
+    )
     p.add_argument("--curve-server-key", help="the relay's public certificate (default: none, no CURVE)")
     p.add_argument("--curve-client-cert", help="this client's secret certificate (default: none, no CURVE)")
     p.add_argument("--json", action="store_true", help="one JSON object per message, as published")
@@ -85,10 +97,11 @@ def run(args: argparse.Namespace) -> int:
         server_public_key=Path(args.curve_server_key) if args.curve_server_key else None,
         client_certificate=Path(args.curve_client_cert) if args.curve_client_cert else None,
     )
-    seconds = GazeSeconds()
-    count = 0
+    seconds = GazeSeconds(full_guarantee=verbosity(args) > 0)
+    count = received = 0
     try:
         for topic, msg in messages(sock, timeout=args.timeout):
+            received += 1
             lines: list[str] = []
             try:
                 if topic == STATUS_TOPIC:
@@ -115,4 +128,11 @@ def run(args: argparse.Namespace) -> int:
         sock.close(linger=0)
     for line in seconds.flush():  # the second under way when the stream stopped
         print(line, flush=True)
+    if not received:
+        print(
+            f"streamdp subscribe: error: {args.endpoint}: nothing arrived within {args.timeout:g} s (is a relay "
+            f"publishing there, on {' and '.join(_topics(args))}?)",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -255,12 +255,8 @@ class CaptureSimulator:
         self._threads = [broker, feeder]
         broker.start()
         feeder.start()
-        log.info(
-            "simulated Pupil Capture: Pupil Remote %s, SUB_PORT %d, PUB_PORT %d",
-            self.remote_address,
-            sub_port,
-            pub_port,
-        )
+        msg = "simulated Pupil Capture: Pupil Remote %s, SUB_PORT %d, PUB_PORT %d"
+        log.info(msg, self.remote_address, sub_port, pub_port)
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
@@ -270,6 +266,10 @@ class CaptureSimulator:
 
     def wait_until_finished(self, timeout: float | None = None) -> bool:
         return self.finished.wait(timeout)
+
+    @property
+    def gaze_subscribed(self) -> bool:  # with wait_for_subscriber, playback starts then
+        return self._subscribed.is_set()
 
     # -------------------------------------------------------------- Pupil time
 

@@ -84,6 +84,7 @@ def evaluate(
     executor: str = "processes",
     scheduler: Any = None,
     fit_weights: bool = False,
+    on_job: Callable[[], object] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per grid point × noise seed × metric × target × classifier × voting × post-processing.
 
@@ -108,6 +109,9 @@ def evaluate(
     fold's weights, as the ledgers of its releases state it). Without it the rows are those of
     earlier versions, byte for byte.
 
+    ``on_job``, when given, is called in this process each time a job (a grid point × seed) has
+    finished: a progress report's count of the work done.
+
     Raises
     ------
     TypeError, ValueError
@@ -120,6 +124,8 @@ def evaluate(
     StreamdpError
         ``executor="dask"`` without the ``dask`` extra.
     """
+    if on_job is not None and not callable(on_job):
+        raise TypeError(f"on_job must be callable or None, got {on_job!r}")
     base = config or SessionConfig()
     for point in grid:
         point.config(base)
@@ -154,4 +160,6 @@ def evaluate(
     with closing(done):
         for i, rows in _progress(done, progress, len(jobs)):
             results[i] = rows
+            if on_job is not None:
+                on_job()
     return [row for i in range(len(jobs)) for row in results[i]]

@@ -17,10 +17,12 @@ extra (``pip install 'streamdp[dask]'``), imported only when a job runs on it.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Generator, Iterable, Sequence
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
 
@@ -170,13 +172,37 @@ def job_results(
         yield from pool_results(fn, tasks, workers, shared=shared, start_method=start_method)
 
 
+#: the signals held back while the workers start (:func:`_starting`)
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _worker_init(shared: tuple[Any, ...]) -> None:
     """In a pool worker: keep what every job reads; Ctrl-C (sent to the whole process group) is the
     parent's to handle, and SIGTERM ends the worker at once rather than running the parent's
-    handler, inherited by fork."""
+    handler, inherited by fork. The stop signals were blocked when the worker was started
+    (:func:`_starting`): they are unblocked only now, so that one sent while the worker was still
+    starting ends it quietly here, never with a traceback from the middle of its start."""
     _SHARED["shared"] = shared
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+
+
+@contextlib.contextmanager
+def _starting() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (blocked, then delivered on leaving) while the workers start:
+    a signal handled in the middle of starting one (writing what it needs on its pipe) would leave
+    a half-started worker that prints a traceback when it reads a truncated pipe. The workers
+    started inherit the mask and unblock it themselves (:func:`_worker_init`)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _pool_job(fn: Callable[..., Any], *task: Any) -> Any:
@@ -199,7 +225,8 @@ def pool_results(
     context = multiprocessing.get_context(start_method)
     pool = ProcessPoolExecutor(workers, context, initializer=_worker_init, initargs=(tuple(shared),))
     try:
-        futures = {pool.submit(_pool_job, fn, *task): i for i, task in enumerate(tasks)}
+        with _starting():  # with spawn, submit() starts the workers, one per job up to their number
+            futures = {pool.submit(_pool_job, fn, *task): i for i, task in enumerate(tasks)}
         for future in as_completed(futures):
             yield futures[future], future.result()
     except BaseException:

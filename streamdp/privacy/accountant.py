@@ -222,9 +222,11 @@ class Accountant:
         who = f"{self.unit.identity}: " if self.unit.identity is not None else ""
         where = f" (ledger {self.store.path})" if self.store is not None else ""
         if self.unit.kind == "session" and spent + self.epsilon_chunk > budget * (1 + 1e-12):
+            chunk_word = "chunk" if chunks == 1 else "chunks"
             return (
-                f"{who}session budget ε = {budget:g} spent ({spent:g} used by {chunks} chunks; the next needs "
-                f"{self.epsilon_chunk:g}): nothing more is released{where}"
+                f"{who}session budget ε = {budget:g} is used up: ε {spent:g} spent by {chunks} {chunk_word} leaves "
+                f"{max(budget - spent, 0.0):g}, less than the {self.epsilon_chunk:g} the next chunk needs: nothing "
+                f"more is released{where}"
             )
         if self.unit.kind == "w-event":
             window = self._window(recent)

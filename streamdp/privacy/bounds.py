@@ -298,9 +298,13 @@ class BoundsProfile:
         """A user's profile from a TOML or JSON file."""
         p = Path(path)
         try:
-            text = p.read_text()
+            text = p.read_text(encoding="utf-8")
         except OSError as exc:
             raise InputError(f"{p}: cannot read bounds profile: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{p}: not a bounds profile: not UTF-8 text (byte {exc.start}); give a TOML or JSON file"
+            ) from None
         # TOML is read only here, so that importing streamdp never needs tomli (Python 3.10)
         if sys.version_info >= (3, 11):
             import tomllib

@@ -115,8 +115,9 @@ def _read_recording(p: Path) -> Recording:
         if (p / "info.json").exists() and any(p.glob("gaze*.raw")):
             return read_neon_native(p)
         raise InputError(
-            f"{p}: not a recording streamdp reads (a Pupil Capture recording, a Player export, "
-            "a Neon recording or a Pupil Cloud export)"
+            f"{p}: not a recording streamdp reads: it holds none of info.player.json, gaze.pldata or offline_data/ "
+            "(a Pupil Capture recording), gaze_positions.csv (a Player export), gaze.csv (a Pupil Cloud export), "
+            "info.json with gaze*.raw (a Neon recording)"
         )
     if p.suffix == ".pldata":
         gaze = read_pldata_gaze(p)
