@@ -189,7 +189,7 @@ def test_unreadable_and_short_recordings_are_skipped_with_a_message_and_others_g
         ]
     )
     err = capsys.readouterr().err
-    assert code == 1
+    assert code == 0  # one recording written: 1 is for every recording skipped
     assert f"skipped {bad}: cannot read" in err and "truncated record 0 at byte 0" in err
     assert f"skipped {recordings[2]}: shorter than one chunk: 45.0 s of gaze gives 30 steps, a chunk needs 32" in err
     assert (tmp_path / "out" / "rec0.csv").exists()
