@@ -213,8 +213,7 @@ class StreamDP(Plugin):
     # ------------------------------------------------------------------ Capture callbacks
 
     def recent_events(self, events: dict[str, Any]) -> None:
-        if self._clock_was_set():  # `T` and Time Sync set the clock without a notification: noticed here
-            self.session.restart(StatusEvent.CAPTURE_RESTARTED)
+        self._follow_clock()  # `T` and Time Sync set the clock without a notification: noticed here
         self.session.receive_datums(events.get("gaze", []), events.get("blinks", []))
         # the public schedule: a chunk whose deadline passed goes out with the first world frame
         # after it, whether or not gaze came (the frame's timestamp is Pupil time)
@@ -232,8 +231,14 @@ class StreamDP(Plugin):
     def on_notify(self, notification: dict[str, Any]) -> None:
         # no subject means a new clock (see streamdp.capture.watch); any notification is
         # a chance to look, and what the restart releases goes out with the next frame
+        self._follow_clock()
+
+    def _follow_clock(self) -> None:
+        """A jump of Pupil time starts a new segment and is one line on the status socket, as the relay says it."""
         if self._clock_was_set():
             self.session.restart(StatusEvent.CAPTURE_RESTARTED)
+            if self.endpoint is not None:
+                self.session.publish_status(StatusEvent.CLOCK_JUMPED, self.endpoint.subscribers())
 
     def _clock_was_set(self) -> bool:
         """Whether Pupil time (monotonic clock - ``g_pool.timebase``) jumped since the last look
@@ -366,30 +371,14 @@ class StreamDP(Plugin):
             self.endpoint = None
         self.sink.close()
 
-    # properties the menu edits
-    @property
-    def epsilon(self) -> float:
-        return float(self._settings["epsilon"])
-
-    @epsilon.setter
-    def epsilon(self, value: float) -> None:
-        self.update_settings(epsilon=value)
-
-    @property
-    def chunk_length(self) -> int:
-        return int(self._settings["chunk_length"])
-
-    @chunk_length.setter
-    def chunk_length(self, value: int) -> None:
-        self.update_settings(chunk_length=value)
-
-    @property
-    def mechanism(self) -> str:
-        return str(self._settings["mechanism"])
-
-    @mechanism.setter
-    def mechanism(self, value: str) -> None:
-        self.update_settings(mechanism=value)
+    # settings the menu edits: read from the settings, written through update_settings (checked there)
+    epsilon = property(lambda self: float(self._settings["epsilon"]), lambda self, v: self.update_settings(epsilon=v))
+    chunk_length = property(
+        lambda self: int(self._settings["chunk_length"]), lambda self, v: self.update_settings(chunk_length=v)
+    )
+    mechanism = property(
+        lambda self: str(self._settings["mechanism"]), lambda self, v: self.update_settings(mechanism=v)
+    )
 
     @property
     def bind(self) -> str:

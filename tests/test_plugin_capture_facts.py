@@ -257,8 +257,8 @@ def synced_frames(g_pool, measurements: list[tuple[float, float]]):
         yield events
 
 
-def run_synced(env, g_pool, measurements):
-    plugin = start(env, g_pool)
+def run_synced(env, g_pool, measurements, plugin=None):
+    plugin = plugin or start(env, g_pool)
     published = []
     for events in synced_frames(g_pool, measurements):
         published += env.world.run_frame(g_pool, events).get("streamdp", [])
@@ -297,6 +297,31 @@ def test_a_one_second_jump_restarts_the_session(capture):
     plugin, published = run_synced(env, g_pool, [(t0 + 60.0, 1.0)])
     assert plugin.session.counters.restarts == 1
     assert published  # the session went on after the new segment's window filled
+
+
+def test_a_jump_is_one_line_on_the_status_socket_as_the_relay_says_it(capture):
+    env, g_pool, _ = capture
+    plugin = start(env, g_pool, bind="tcp://127.0.0.1:0", status_bind="tcp://127.0.0.1:0", status_interval=1e6)
+    status = zmq.Context.instance().socket(zmq.SUB)
+    status.linger = 0
+    status.connect(plugin.endpoint.status.endpoint)
+    status.subscribe(b"streamdp.status")
+    try:
+        for _ in range(200):  # until the subscription stands: a PUB drops what it sends before
+            plugin.session.publish_status()
+            if status.poll(50):
+                break
+        while status.poll(200):
+            status.recv_multipart()
+        t0 = float(REC.gaze.t[0])
+        run_synced(env, g_pool, [(t0 + 40.0, 1.0), (t0 + 80.0, -2.0)], plugin=plugin)
+        events = []
+        while status.poll(1000):
+            events.append(msgpack.unpackb(status.recv_multipart()[1], raw=False)["event"])
+    finally:
+        status.close()
+    assert plugin.session.counters.restarts == 2
+    assert events.count("clock_jumped") == 2, events
 
 
 def test_the_threshold_is_the_public_jump_threshold_whatever_the_reorder_window(capture):

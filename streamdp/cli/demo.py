@@ -225,13 +225,17 @@ def _networked(args: argparse.Namespace, config: SessionConfig, rec: Recording, 
             f"{publisher.endpoint}; {args.seconds:g} s of synthetic {RATE:g} Hz gaze, played {pace}",
         )
         want = chunks_in(rec, config)
-        quiet = args.seconds / args.speed + 10 if args.speed else 10  # s without a chunk before giving up
-        last = time.monotonic()
+        # s without a chunk and without gaze reaching the relay before giving up: a fail-safe only (the
+        # demo ends on its last chunk); a loaded machine slows the relay, and its reading keeps it alive
+        quiet = args.seconds / args.speed + 30 if args.speed else 30
+        last, read = time.monotonic(), -1
         while got < want and time.monotonic() - last < quiet:
             out = tap.released_before_exhaustion()
             if out is not None and got >= out:
                 break  # the session said it, once: nothing more comes
             if not sub.poll(100):
+                if relay.counters.received != read:
+                    read, last = relay.counters.received, time.monotonic()
                 continue
             topic, payload = sub.recv_multipart()[:2]
             msg = msgpack.unpackb(payload, raw=False, strict_map_key=False)

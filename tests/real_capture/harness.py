@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -86,11 +87,40 @@ def _params() -> dict[str, Any]:
     }
 
 
-def _free_display() -> int:
-    n = 90
-    while Path(f"/tmp/.X{n}-lock").exists() or Path(f"/tmp/.X11-unix/X{n}").exists():
-        n += 1
-    return n
+def start_xvfb(timeout: float = 30.0) -> tuple[subprocess.Popen[bytes], int]:
+    """An Xvfb on a display it chose itself, returned once it accepts clients: Xvfb writes the
+    display number to ``-displayfd`` only when it is ready, so Capture never meets a display that
+    is not there yet (its world process then dies while the launcher lives on, and Pupil Remote
+    never answers)."""
+    read_end, write_end = os.pipe()
+    try:
+        xvfb = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(write_end), "-nolisten", "tcp", "-screen", "0", "1280x1024x24"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=(write_end,),
+        )  # fmt: skip
+        os.close(write_end)
+        write_end = -1
+        text = b""
+        deadline = time.monotonic() + timeout
+        while not text.endswith(b"\n"):
+            ready, _, _ = select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(read_end, 64) if ready else b""
+            if not chunk:  # Xvfb exited, or the deadline passed
+                end_group(xvfb)
+                raise RuntimeError(f"Xvfb gave no display within {timeout:g} s (exit code {xvfb.poll()})")
+            text += chunk
+        return xvfb, int(text)
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    if not path.exists():
+        return f"  ({path.name}: none)"
+    text = path.read_text(errors="replace").splitlines()[-lines:]
+    return "\n".join([f"  {path.name}, its last {len(text)} lines:"] + [f"    {line}" for line in text])
 
 
 class Remote:
@@ -242,13 +272,32 @@ class RealCapture:
         self.plugins_dir.mkdir(parents=True, exist_ok=True)
         self.capture_log.unlink(missing_ok=True)
 
-    def launch(self, timeout: float = 120.0) -> None:
-        """Start Xvfb and Capture, and wait until Pupil Remote answers and every process is up."""
-        display = _free_display()
-        xvfb = subprocess.Popen(
-            ["Xvfb", f":{display}", "-nolisten", "tcp", "-screen", "0", "1280x1024x24"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+    def launch(self, timeout: float = 90.0, attempts: int = 3) -> None:
+        """Start Xvfb and Capture, and wait until Pupil Remote answers and every process is up.
+
+        Capture's world process sometimes hangs at its start ("ndsi.network: Starting network…",
+        ``../shared/pupil-capture/README.md``) and then never binds Pupil Remote: a start that gives
+        no answer within ``timeout`` is ended and made again, up to ``attempts`` in all; the error
+        names each attempt and ends with Capture's console and log.
+        """
+        failures: list[str] = []
+        logs = ""
+        for attempt in range(1, attempts + 1):
+            try:
+                self._launch_once(timeout)
+                if failures:
+                    print(f"Capture started at attempt {attempt}: " + "; ".join(failures), file=sys.stderr)
+                return
+            except (TimeoutError, RuntimeError) as error:
+                failures.append(f"attempt {attempt}: {error}")
+                logs = "\n".join((_tail(self.console), _tail(self.capture_log)))
+                self._end_processes(timeout=5.0)
+                if self.capture_log.exists():
+                    self.capture_log.replace(self.capture_log.with_suffix(f".log.failed{attempt}"))
+        raise TimeoutError("Capture did not start: " + "; ".join(failures) + "\n" + logs)
+
+    def _launch_once(self, timeout: float) -> None:
+        xvfb, display = start_xvfb()
         self._processes.append(xvfb)
         env = {**os.environ, "DISPLAY": f":{display}"}
         env.pop("PYTHONPATH", None)
@@ -260,17 +309,18 @@ class RealCapture:
         self._processes.append(capture)
         self.remote = Remote(self.address, self.context, timeout=5.0)
         deadline = time.monotonic() + timeout
-        while True:
+        version = ""
+        while version != "3.6.0":
             if capture.poll() is not None:
-                raise RuntimeError(f"Capture exited with {capture.returncode}: see {self.console}")
+                raise RuntimeError(f"Capture exited with {capture.returncode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Pupil Remote did not answer 'v' with 3.6.0 within {timeout:g} s ({version!r})")
             try:
-                if self.remote.ask("v") == "3.6.0":
-                    break
+                version = self.remote.ask("v")
             except TimeoutError:
-                if time.monotonic() > deadline:
-                    raise
+                continue
         self.remote.timeout = 10.0
-        self.wait_for_processes(("eye0", "eye1", "capture"), deadline - time.monotonic())
+        self.wait_for_processes(("eye0", "eye1", "capture"), max(30.0, deadline - time.monotonic()))
 
     def wait_for_processes(self, actors: tuple[str, ...], timeout: float) -> None:
         """Ask for ``meta.should_doc`` until each of ``actors`` has answered ``meta.doc``."""
