@@ -27,7 +27,7 @@ from .stages.gaze_ticks import GazeTicks, Ticks, TickSamples
 from .stages.hold import ReleaseHold
 from .stages.reorder import ReorderBuffer
 
-__all__ = ["GazeChannel", "check_source_rate"]
+__all__ = ["GazeChannel", "check_source_rate", "tick_offset"]
 
 
 def check_source_rate(gaze: GazeBatch, rate: float, source: str) -> float:
@@ -55,6 +55,18 @@ def check_source_rate(gaze: GazeBatch, rate: float, source: str) -> float:
             f"(give a gaze rate of at most {measured:.3g})"
         )
     return round(measured, 9)
+
+
+def tick_offset(rate: float, hold: float) -> float:
+    """Source seconds from a live tick's time to its public release time: a tick's interval ends
+    half a tick after it, and it is released ``hold`` s after that end.
+
+    Examples
+    --------
+    >>> round(tick_offset(200.0, 0.034), 9)  # 2.5 ms to the end of a 200 Hz tick's interval, then the hold
+    0.0365
+    """
+    return 0.5 / float(rate) + float(hold)
 
 
 class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
@@ -126,8 +138,7 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         )
         self.rate = float(rate)
         self.hold, self.reorder = hold, float(reorder)
-        # a tick's interval ends half a tick after it: its public time is that end + the hold
-        self._hold = None if hold is None else ReleaseHold(hold + 0.5 / float(rate))
+        self._hold = None if hold is None else ReleaseHold(tick_offset(rate, hold))
         self._order = None if hold is None else ReorderBuffer(reorder)
         #: live: the earliest gaze received before the grid started, which starts it (None before any)
         self._first: float | None = None

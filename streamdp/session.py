@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -29,20 +29,18 @@ from .config import SessionConfig
 from .errors import InputError
 from .gaze import BlinkEvents, GazeColumns, Recording
 from .gaze_channel import check_source_rate
+from .live_pacing import FeedPacing
 from .pipeline import RecordingSource, as_recording
 from .pipeline_input import PipelineInput
 from .privacy.release import PrivateRelease
 from .pupil_wire import GazeDecoder
 from .session_output import SessionCounters, SessionOutput
 from .sinks import ReleaseSink
-from .stages.ahead import AheadHold
+from .stages.ahead import CLOCK_JUMP, AheadHold, leap_past
 from .stages.base import Stage
 from .stages.hold import ReleaseHold
 from .stages.reorder import ReorderBuffer
 from .status import StatusEvent
-
-if TYPE_CHECKING:
-    from .live_pacing import FeedPacing
 
 __all__ = ["Session", "SessionCounters"]
 
@@ -115,6 +113,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self._order = ReorderBuffer(config.chunk_reorder_window) if reorder else None
         #: live: gaze far ahead or back (beyond what a lagging eye sends) waits for the next datum
         self._ahead = AheadHold(window=config.chunk_reorder_window)
+        #: live: whether the source's clock was set, read when gaze leaps past a chunk deadline (:func:`leap_past`)
+        self.clock_was_set: Callable[[], bool] | None = None
         #: live: computed at a chunk's last step, published after the chunk reorder window and the slack
         self._hold = ReleaseHold(config.chunk_hold)
         #: the real-time gaze channel (config.gaze_channel), live held to each tick's public time
@@ -138,10 +138,14 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
             self._input.add_blinks(blinks)
             return self._feed(item)
         out: list[PrivateRelease] = []
-        item = self._ahead.update(item, self._order.floor)
+        clock, item = self._ahead.clock, self._ahead.update(item, self._order.floor)
         self.counters.invalid += self._ahead.take_dropped()
-        if (k := self._ahead.went_back) is not None:  # two data agree: the clock went back (the source restarted)
-            log.warning("%s: the clock went back (the source restarted): new segment", self.source)
+        k = self._ahead.went_back  # two data agree: the clock went back (the source restarted)
+        if k is None and self.clock_was_set is not None:  # or it leapt past a deadline: was the clock set?
+            k = leap_past(item.t, clock, self.next_chunk_deadline, CLOCK_JUMP + self.config.chunk_hold)
+            k = k if k is None or self.clock_was_set() else None
+        if k is not None:
+            log.warning("%s: the clock went back or leapt ahead (the source restarted, or T): new segment", self.source)
             out += self._live(item.take(slice(0, k))) if k else []  # gaze before it: the old segment
             out += self._restart(StatusEvent.CAPTURE_RESTARTED, lambda: 0)  # the hold is in the new one already
             item = item.take(slice(k, None))
@@ -311,8 +315,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         return self._decoded()
 
     def run(self, recording: RecordingSource) -> list[PrivateRelease]:
-        """A whole recording (or a gaze batch, or the recording at a path), then the end of the
-        stream.
+        """A whole recording (or a gaze batch, or the recording at a path), then the end of the stream.
 
         Raises
         ------
@@ -330,10 +333,9 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         return self.update(cols, blinks) + self.flush()
 
     def restart(self, event: StatusEvent = StatusEvent.CAPTURE_RESTARTED) -> list[PrivateRelease]:
-        """The source restarted or was lost: finish what the held data allow, then start a new
-        segment with the next gaze. Nothing is computed across the gap; the budget is kept. A
-        datum held far from the old clock waits on: the next datum near it confirms it as the
-        new segment's first."""
+        """The source restarted or was lost: finish what the held data allow, then start a new segment with the
+        next gaze. Nothing is computed across the gap; the budget is kept. A datum held far from the old clock
+        waits on: the next datum near it confirms it as the new segment's first."""
         return self._restart(event, self._ahead.restart)
 
     def _restart(self, event: StatusEvent, ahead_end: Callable[[], int]) -> list[PrivateRelease]:
@@ -383,13 +385,11 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         """The source's clock reached ``clock``: the held releases now due go to the sinks."""
         if self.gaze is not None:
             self._publish_gaze(self.gaze.due(clock))
-        out = self._hold.due(clock)
-        self._publish(out)
+        self._publish(out := self._hold.due(clock))
         return out
 
     def _after(self, releases: list[PrivateRelease]) -> list[PrivateRelease]:
-        """Publish what was computed, or (live) hold it until its public deadline; returns what
-        was published."""
+        """Publish what was computed, or (live) hold it until its public deadline; returns what was published."""
         if self._order is not None and releases:
             self._hold.add(releases)  # computed at the last step, published at the deadline
             releases = []

@@ -148,3 +148,42 @@ def test_the_relay_restarts_on_captures_T_and_not_on_slews(moves, restarts):
         finally:
             relay.stop()
             runner.join(5)
+
+
+class _ChunkTimes(CollectingSink):
+    """The chunks, each with the monotonic time it reached the sink."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.at: list[float] = []
+
+    def publish(self, release) -> None:
+        super().publish(release)
+        self.at.append(time.monotonic())
+
+
+def test_T_far_ahead_is_a_new_segment_at_its_gaze_and_no_chunk_for_each_deadline_skipped():
+    """``T`` + 100,000 s while chunks are due: the gaze on the new clock leaps past a chunk's
+    deadline, the session asks the relay, the relay reads ``t`` and says the clock was set. One
+    restart, one status line; before, 50,000 chunks of 2 s went out at once (ε 10 each)."""
+    rec = generate(duration=30.0, seed=3).recording
+    config = SessionConfig(chunk_length=4, window=2.0, step=0.5)
+    sink = _ChunkTimes()
+    session = Session(config, sinks=[sink], seed=1, source="Capture")
+    with CaptureSimulator(rec, speed=1.0) as sim:
+        relay = Relay(session, remote=sim.remote_address, timeout=0.5)  # reads t every 1 s: it runs at real time
+        runner = threading.Thread(target=relay.run, daemon=True)
+        runner.start()
+        try:
+            assert _wait_for(lambda: len(sink.releases) >= 2, 20.0)
+            now = float(ask_remote(sim.remote_address, "t", timeout_ms=2000))
+            assert ask_remote(sim.remote_address, f"T {now + 1e5!r}", timeout_ms=2000) == "Timesync successful."
+            new_segment = lambda: any(r.t[0] > now + 1e5 for r in sink.releases)  # noqa: E731
+            assert _wait_for(new_segment, 20.0), (session.counters, len(sink.releases))
+        finally:
+            relay.stop()
+            runner.join(5)
+    assert session.counters.restarts == 1
+    assert len(sink.releases) < 30.0 / (config.chunk_length * config.step) + 2  # one a chunk span of gaze at most
+    gaps = np.diff(sink.at)  # no burst: chunks 2 s apart, but the one computed in its hold, sent at the restart
+    assert np.count_nonzero(gaps < 0.5) <= 1, (gaps, [float(r.t[0]) for r in sink.releases])

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..gaze_channel import GazeChannel
+from ..gaze_channel import GazeChannel, tick_offset
 from ..kernels.geometry import CAMERA_FOV_DEG
 from ..pipeline import ChunkPrivatizer, FeaturePipeline, PrivatePipeline
 from ..privacy.accountant import PrivacyUnit
@@ -139,7 +139,7 @@ class SessionConfig(ConfigFiles):
     def tick_offset(self) -> float:
         """Source seconds from a live gaze tick's time to its public release time: half a tick (to
         the end of its interval) + :attr:`tick_hold`."""
-        return 0.5 / self.gaze_rate + self.tick_hold
+        return tick_offset(self.gaze_rate, self.tick_hold)
 
     def privacy_unit(self) -> PrivacyUnit:
         return PrivacyUnit(self.unit, w=self.w, budget=self.budget, identity=self.identity, ledger_dir=self.ledger_dir)

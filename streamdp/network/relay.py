@@ -120,15 +120,11 @@ class Relay:
         self.max_backlog = check_seconds("max_backlog", default_backlog if max_backlog is None else max_backlog)
         self.read_interval = check_seconds("read_interval", read_interval, zero_ok=True)
         if self.read_interval >= self.max_backlog:
-            raise ValueError(
-                f"read_interval ({read_interval!r} s) must be shorter than max_backlog ({max_backlog!r} s)"
-            )
+            raise ValueError(f"read_interval ({read_interval!r} s) must be below max_backlog ({self.max_backlog:g} s)")
         self.session = session
         self.remote = remote
         self.host = urlsplit(remote).hostname or "127.0.0.1"
-        self.heartbeat = heartbeat
-        self.timeout = timeout
-        self.status_interval = status_interval
+        self.heartbeat, self.timeout, self.status_interval = heartbeat, timeout, status_interval
         self._ctx = context or zmq.Context.instance()
         self._stop = threading.Event()
         self.connected = threading.Event()
@@ -143,19 +139,19 @@ class Relay:
         #: called with each release and the monotonic time its last gaze message was received
         self.on_release: Callable[[PrivateRelease, float], None] | None = None
         self._batch_received = 0.0
-        #: Capture's clock, read with Pupil Remote's ``t`` every heartbeat (the plugin's rule for jumps)
-        self._clock = CaptureClock()
+        #: Capture's clock, read with Pupil Remote's ``t`` every heartbeat (the plugin's rule for jumps); the
+        #: session's restarts at the last read (one it made itself, at its gaze, is not made twice)
+        self._clock, self._restarts_read = CaptureClock(), 0
         #: the schedule's clock (the data's) and how long gaze may queue between reads
         self._reads = ReadPacing(self.read_interval)
-        self._last_gaze = time.monotonic()
-        self._queue_empty = True
+        self._last_gaze, self._queue_empty = time.monotonic(), True
         session.on_release = self._released
         session.pacing = session.pacing or FeedPacing()
+        session.clock_was_set = lambda: self._check_clock(restart=False)  # T + 1e5 s: no chunk a deadline skipped
         #: the deployment check's runs (``watch.report``: the latest; ``watch.on_report``: its hook)
         self.watch = None if deployment_check is None else DeploymentWatch(deployment_check)
-        #: called at each failed attempt to reach Pupil Remote with the reason and the attempts since
-        #: the relay was last connected (1, 2, …); it may raise to end :meth:`run`. Without it, each
-        #: attempt is logged as a warning
+        #: called at each failed attempt to reach Pupil Remote with the reason and the attempts since the relay
+        #: was last connected (1, 2, …); it may raise to end :meth:`run`. Without it, each is logged as a warning
         self.on_waiting: Callable[[Exception, int], None] | None = None
 
     @property
@@ -198,8 +194,7 @@ class Relay:
         sub.setsockopt_string(zmq.SUBSCRIBE, "gaze.")
         if self.session.config.blinks == "given":
             sub.setsockopt_string(zmq.SUBSCRIBE, "blinks")
-        self._sub = sub
-        self._sub_port = sub_port
+        self._sub, self._sub_port = sub, sub_port
         self._clock.reset()
         self._sync_clock()
         if self._backbone is not None:
@@ -319,19 +314,23 @@ class Relay:
             log.info("relay stopped: %s", self.counters)
         return self.counters
 
-    def _check_clock(self, sync: bool = False) -> None:
-        """Every heartbeat: a jump of Pupil time beyond the reorder window (``T``, Time Sync's
-        jump) starts a new segment, as in the Capture plugin; Time Sync's slews continue."""
+    def _check_clock(self, sync: bool = False, restart: bool = True) -> bool:
+        """Every heartbeat, and when gaze leaps past a chunk's deadline (``restart=False``: the session asks, and
+        starts the new segment itself): a jump of Pupil time beyond the reorder window (``T``, Time Sync's jump)
+        starts a new segment, as in the Capture plugin; Time Sync's slews continue. Whether it jumped."""
         try:
             jump = self._sync_clock(sync)
         except (RemoteUnavailable, ValueError) as exc:
             log.warning("%s: Capture's clock not re-read", exc)
-            return
+            return False
         if jump is not None:
             log.warning("Pupil time jumped by %+.3f s (T or Time Sync): new segment", jump)
-            self.session.restart(StatusEvent.CAPTURE_RESTARTED)
+            if restart and self.session.counters.restarts == self._restarts_read:  # not already, at its gaze
+                self.session.restart(StatusEvent.CAPTURE_RESTARTED)
             self.session.publish_status(StatusEvent.CLOCK_JUMPED, self.subscribers())  # one line a jump
             self._reads.reset()
+        self._restarts_read = self.session.counters.restarts
+        return jump is not None
 
     def _check_alive(self) -> None:
         """Ask Pupil Remote for the backbone's port: no answer means Capture is gone, another

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from ..checks import check_seconds
 from ..gaze import GazeColumns
 
-__all__ = ["CLOCK_JUMP", "AheadHold"]
+__all__ = ["CLOCK_JUMP", "AheadHold", "leap_past"]
 
 #: seconds beyond which the source's clock jumped: back, a restart (:class:`~.reorder.ReorderBuffer`);
 #: either way, a jump to confirm (:class:`AheadHold`). Capture's gaze moves on by a world frame
@@ -242,3 +242,28 @@ class AheadHold:
                 self.dropped += 1
                 held = None
         return keep, held, back
+
+
+def leap_past(t: NDArray[np.float64], clock: float, deadline: float | None, margin: float) -> int | None:
+    """Where gaze ``t`` (arrival order, accepted after a clock at ``clock``) first leaps in one
+    step from short of ``deadline`` to more than ``margin`` s past it; None if it does not.
+
+    Live at real time, a shell's timer reaches each public deadline whether or not gaze comes:
+    gaze that pauses is not past a deadline the clock has not reached. Gaze that leaps past one
+    is on a clock set ahead (``T`` from any app) or a source played faster than real time: the
+    session asks its shell (:attr:`Session.clock_was_set <streamdp.session.Session.clock_was_set>`,
+    the relay's read of ``t``), and a clock that was set starts a new segment there instead of a
+    chunk released, and charged, for every deadline skipped (3,125 at once for ``T`` + 100,000 s).
+
+    Examples
+    --------
+    >>> leap_past(np.array([10.0, 10.01, 100010.0, 100010.01]), 9.99, 40.0, 2.0)
+    2
+    >>> leap_past(np.array([39.99, 40.0, 40.01]), 39.98, 40.0, 2.0) is None  # the gaze itself passes it
+    True
+    """
+    if deadline is None or not len(t) or float(t.max()) <= deadline + margin:
+        return None
+    before = np.maximum.accumulate(np.concatenate(([clock], t[:-1])))
+    leap = np.flatnonzero((before < deadline) & (t > deadline + margin))
+    return int(leap[0]) if len(leap) else None
