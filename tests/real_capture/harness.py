@@ -496,6 +496,33 @@ def doctor(capture: RealCapture, *options: str) -> tuple[int, dict[str, Any]]:
     return out.returncode, json.loads(out.stdout)
 
 
+def _answers(remote: Remote, tries: int) -> bool:
+    """Whether Pupil Remote answers ``v`` within ``tries`` requests (a request that reaches the old
+    server as it stops is never answered: each timeout opens a new REQ socket)."""
+    for _ in range(tries):
+        try:
+            if remote.ask("v") == "3.6.0":
+                return True
+        except TimeoutError:
+            continue
+    return False
+
+
+def _pupil_remote_elsewhere(capture: RealCapture, exclude: set[int]) -> str | None:
+    """The address where a Pupil Remote answers ``v`` among this namespace's listening ports
+    (only Capture listens here), ``exclude`` aside; None if none does."""
+    from streamdp.network.listening import listening_sockets
+
+    for port in sorted({s.port for s in listening_sockets()} - exclude):
+        probe = Remote(f"tcp://127.0.0.1:{port}", capture.context, timeout=1.0)
+        try:
+            if _answers(probe, tries=1):
+                return probe.address
+        finally:
+            probe.close()
+    return None
+
+
 def make_private(capture: RealCapture) -> None:
     """The documented private setup (docs/threat-model.md): Pupil Remote restarted on loopback as
     the plugin's button has Capture do it, then the backbone closed with the nftables commands
@@ -504,20 +531,28 @@ def make_private(capture: RealCapture) -> None:
     from streamdp.capture.watch import pupil_remote_to_loopback
 
     assert capture.remote is not None
-    capture.remote.notify(pupil_remote_to_loopback([]))
-    capture.remote.close()
-    # a request that reaches the old server as it stops is never answered: ask again (each
-    # timeout opens a new REQ socket) until the new one answers
-    capture.remote = Remote(capture.address, capture.context, timeout=3.0)
-    for _ in range(10):
-        try:
-            if capture.remote.ask("v") == "3.6.0":
-                break
-        except TimeoutError:
-            continue
+    backbone = {int(capture.remote.ask("SUB_PORT")), int(capture.remote.ask("PUB_PORT"))}
+    pressed = []
+    for _ in range(3):  # as a user presses the plugin's button again when the verdict stays red
+        capture.remote.notify(pupil_remote_to_loopback([]))
+        capture.remote.close()
+        capture.remote = Remote(capture.address, capture.context, timeout=3.0)
+        if _answers(capture.remote, tries=5):
+            capture.remote.timeout = 10.0
+            break
+        # Capture's rebind to the same port can find the old socket still bound (ZeroMQ closes
+        # it later, on its own thread): it logs "Address already in use" and binds Pupil Remote
+        # to a random port on every interface (pupil_remote_controller.py, __start_server)
+        fallback = _pupil_remote_elsewhere(capture, exclude=backbone | {capture.port})
+        pressed.append(f"Pupil Remote came back on {fallback or 'no port found'}")
+        if fallback is None:
+            raise RuntimeError(f"Pupil Remote did not come back: {'; '.join(pressed)}")
+        capture.remote.close()
+        capture.remote = Remote(fallback, capture.context, timeout=10.0)
     else:
-        raise RuntimeError("Pupil Remote did not come back on loopback within 30 s")
-    capture.remote.timeout = 10.0
+        raise RuntimeError(f"Pupil Remote did not come back on loopback: {'; '.join(pressed)}")
+    if pressed:
+        print(f"make_private: pressed again after {'; '.join(pressed)}", file=sys.stderr)
     _, report = doctor(capture)
     commands = [c.removeprefix("sudo ") for c in report["firewall_commands"] if c.startswith("sudo nft ")]
     if not commands:
