@@ -508,6 +508,13 @@ def _answers(remote: Remote, tries: int) -> bool:
     return False
 
 
+def _listening(port: int) -> set[str]:
+    """The addresses ``port`` listens on in this namespace."""
+    from streamdp.network.listening import listening_sockets
+
+    return {s.address for s in listening_sockets() if s.port == port}
+
+
 def _pupil_remote_elsewhere(capture: RealCapture, exclude: set[int]) -> str | None:
     """The address where a Pupil Remote answers ``v`` among this namespace's listening ports
     (only Capture listens here), ``exclude`` aside; None if none does."""
@@ -537,14 +544,20 @@ def make_private(capture: RealCapture) -> None:
         capture.remote.notify(pupil_remote_to_loopback([]))
         capture.remote.close()
         capture.remote = Remote(capture.address, capture.context, timeout=3.0)
-        if _answers(capture.remote, tries=5):
+        # done when the table of listening sockets shows the port on loopback only (the old server
+        # answers until Capture has ended it), or Pupil Remote answers on another port: Capture's
+        # rebind to the same port can find the old socket still bound (ZeroMQ closes it later, on
+        # its own thread), logs "Address already in use" and binds Pupil Remote to a random port
+        # on every interface (pupil_remote_controller.py, __start_server)
+        deadline, fallback = time.monotonic() + 30.0, None
+        while (where := _listening(capture.port)) != {"127.0.0.1"} and time.monotonic() < deadline:
+            if not where and (fallback := _pupil_remote_elsewhere(capture, exclude=backbone | {capture.port})):
+                break
+            time.sleep(0.2)
+        if where == {"127.0.0.1"} and _answers(capture.remote, tries=5):
             capture.remote.timeout = 10.0
             break
-        # Capture's rebind to the same port can find the old socket still bound (ZeroMQ closes
-        # it later, on its own thread): it logs "Address already in use" and binds Pupil Remote
-        # to a random port on every interface (pupil_remote_controller.py, __start_server)
-        fallback = _pupil_remote_elsewhere(capture, exclude=backbone | {capture.port})
-        pressed.append(f"Pupil Remote came back on {fallback or 'no port found'}")
+        pressed.append(f"Pupil Remote on {fallback or sorted(where) or 'no port found'}")
         if fallback is None:
             raise RuntimeError(f"Pupil Remote did not come back: {'; '.join(pressed)}")
         capture.remote.close()
