@@ -147,7 +147,8 @@ class Relay:
         self._last_gaze, self._queue_empty = time.monotonic(), True
         session.on_release = self._released
         session.pacing = session.pacing or FeedPacing()
-        session.clock_was_set = lambda: self._check_clock(restart=False)  # T + 1e5 s: no chunk a deadline skipped
+        # no chunk for each deadline T + 1e5 s skips; a leap needs a jump its size (a starved read of t: ~0.1 s off)
+        session.clock_was_set = lambda: (self._check_clock(restart=False) or 0.0) > 1.0 + session.config.chunk_hold
         #: the deployment check's runs (``watch.report``: the latest; ``watch.on_report``: its hook)
         self.watch = None if deployment_check is None else DeploymentWatch(deployment_check)
         #: called at each failed attempt to reach Pupil Remote with the reason and the attempts since the relay
@@ -314,15 +315,15 @@ class Relay:
             log.info("relay stopped: %s", self.counters)
         return self.counters
 
-    def _check_clock(self, sync: bool = False, restart: bool = True) -> bool:
+    def _check_clock(self, sync: bool = False, restart: bool = True) -> float | None:
         """Every heartbeat, and when gaze leaps past a chunk's deadline (``restart=False``: the session asks, and
         starts the new segment itself): a jump of Pupil time beyond the reorder window (``T``, Time Sync's jump)
-        starts a new segment, as in the Capture plugin; Time Sync's slews continue. Whether it jumped."""
+        starts a new segment, as in the Capture plugin; Time Sync's slews continue. The jump (s), if any."""
         try:
             jump = self._sync_clock(sync)
         except (RemoteUnavailable, ValueError) as exc:
             log.warning("%s: Capture's clock not re-read", exc)
-            return False
+            return None
         if jump is not None:
             log.warning("Pupil time jumped by %+.3f s (T or Time Sync): new segment", jump)
             if restart and self.session.counters.restarts == self._restarts_read:  # not already, at its gaze
@@ -330,7 +331,7 @@ class Relay:
             self.session.publish_status(StatusEvent.CLOCK_JUMPED, self.subscribers())  # one line a jump
             self._reads.reset()
         self._restarts_read = self.session.counters.restarts
-        return jump is not None
+        return jump
 
     def _check_alive(self) -> None:
         """Ask Pupil Remote for the backbone's port: no answer means Capture is gone, another
