@@ -36,7 +36,7 @@ from .privacy.release import PrivateRelease
 from .pupil_wire import GazeDecoder
 from .session_output import SessionCounters, SessionOutput
 from .sinks import ReleaseSink
-from .stages.ahead import CLOCK_JUMP, AheadHold, leap_past
+from .stages.ahead import AheadHold, leap_past
 from .stages.base import Stage
 from .stages.hold import ReleaseHold
 from .stages.reorder import ReorderBuffer
@@ -142,7 +142,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self.counters.invalid += self._ahead.take_dropped()
         k = self._ahead.went_back  # two data agree: the clock went back (the source restarted)
         if k is None and self.clock_was_set is not None:  # or it leapt past a deadline: was the clock set?
-            k = leap_past(item.t, clock, self.next_chunk_deadline, CLOCK_JUMP + self.config.chunk_hold)
+            k = leap_past(item.t, clock, self.next_chunk_deadline, self.config.chunk_leap)
             k = k if k is None or self.clock_was_set() else None
         if k is not None:
             log.warning("%s: the clock went back or leapt ahead (the source restarted, or T): new segment", self.source)

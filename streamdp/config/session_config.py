@@ -26,6 +26,7 @@ from ..privacy.randomness import RandomSource
 from ..privacy.weights_file import WeightsTable
 from ..schedule_defaults import TICK_SLACK
 from ..signals import DEFAULT_SIGNAL, SIGNALS
+from ..stages.ahead import CLOCK_JUMP
 from ..stages.events import EventConfig
 from ..stages.features import WindowConfig
 from ..stages.gaze_privatizer import GAZE_LEDGER_SUFFIX
@@ -134,6 +135,13 @@ class SessionConfig(ConfigFiles):
         microseconds to compute, in the call that releases it: the slack only puts the release
         strictly after the gaze the tick waited for)."""
         return self.reorder_window + TICK_SLACK
+
+    @property
+    def chunk_leap(self) -> float:
+        """Seconds past a chunk's deadline beyond which live gaze leapt there
+        (:func:`~streamdp.stages.ahead.leap_past`): the clock-jump threshold + :attr:`chunk_hold`; a
+        clock set by less explains no leap."""
+        return CLOCK_JUMP + self.chunk_hold
 
     @property
     def tick_offset(self) -> float:

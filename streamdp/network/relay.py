@@ -148,7 +148,7 @@ class Relay:
         session.on_release = self._released
         session.pacing = session.pacing or FeedPacing()
         # no chunk for each deadline T + 1e5 s skips; a leap needs a jump its size (a starved read of t: ~0.1 s off)
-        session.clock_was_set = lambda: (self._check_clock(restart=False) or 0.0) > 1.0 + session.config.chunk_hold
+        session.clock_was_set = lambda: (self._check_clock(restart=False) or 0.0) > session.config.chunk_leap
         #: the deployment check's runs (``watch.report``: the latest; ``watch.on_report``: its hook)
         self.watch = None if deployment_check is None else DeploymentWatch(deployment_check)
         #: called at each failed attempt to reach Pupil Remote with the reason and the attempts since the relay
