@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamdp.privacy import DCFPA, dcfpa, default_profile, secure_generator
+from streamdp.privacy import DCFPA, cfpa, dcfpa, default_profile, secure_generator
 from streamdp.privacy.noise import lattice_laplace
 
 N_VALUES = 64 * 52
@@ -84,6 +84,36 @@ def test_dcfpa_chunk_64x52_private_k_float_selection(benchmark, chunk):
     rng = secure_generator()
     out = benchmark(mech.privatize, chunk, rng)
     assert out.values.shape == (64, 52)
+
+
+#: two features funded, the rest 0: what an allocation fitted for a small ε ships (issue #36: "with
+#: little ε, one or two features released well")
+CONCENTRATED = {"fixation_duration_mean": 2.0, "saccade_amplitude_mean": 1.0}
+
+
+def _allocation_group(mechanism: str) -> str:
+    return f"mechanism: one 64×52 {mechanism} chunk at ε 24.96, the shipped task allocation / 2 features funded"
+
+
+@pytest.mark.parametrize("mechanism", ["dcfpa", "cfpa"])
+@pytest.mark.parametrize("role", ["baseline", "candidate"])
+def test_chunk_cost_of_a_concentrated_allocation(benchmark, chunk, mechanism, role):
+    """A chunk's mechanism cost does not depend on how many features the allocation funds: the
+    concentrated allocation is the candidate, the shipped one the baseline, in the same run."""
+    benchmark.group = _allocation_group(mechanism)
+    task = default_profile("task")
+    bounds = task.with_weights(CONCENTRATED, "concentrated") if role == "candidate" else task
+    make = dcfpa if mechanism == "dcfpa" else cfpa
+    mech = make(epsilon=24.96, bounds=bounds, chunk_length=64)
+    benchmark.extra_info.update(role=role, funded=int(bounds.released.sum()))
+    if role == "candidate":
+        benchmark.extra_info["target"] = "(target: ratio >= 0.9, the chunk's cost unchanged)"
+    out = benchmark(mech.privatize, chunk, secure_generator())
+    assert out.values.shape == (64, 52)
+    # the unfunded features are released as their public constant, the funded ones noised
+    if role == "candidate":
+        unfunded = ~bounds.released
+        assert np.all(out.values[:, unfunded] == out.values[0, unfunded])
 
 
 def test_noise_lattice_laplace(benchmark):
