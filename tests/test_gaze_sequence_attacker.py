@@ -1,7 +1,8 @@
 """The learned sequence attacker of ``evaluate --channel gaze`` (a 1-D convolutional network over the
 ticks' velocity, the ``attack`` extra): it re-identifies synthetic people from their raw ticks, fails
-where the ticks hold no identity, is the same under a seed, reaches the report, and without PyTorch
-is refused in one line naming the extra."""
+where the ticks hold no identity, classifies a task told apart by its velocity (and not one that is
+not), is the same under a seed, reaches the report (re-identification and task), and without
+PyTorch is refused in one line naming the extra."""
 
 from __future__ import annotations
 
@@ -9,18 +10,22 @@ import csv
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from streamdp.cli import main
 from streamdp.config import SessionConfig
+from streamdp.offline.evaluate_gaze import GazePlan, GazePoint, run_gaze_job
+from streamdp.offline.gaze_report import markdown
 from streamdp.offline.gaze_sequence_attacker import (
     MISSING_TORCH,
     CnnSettings,
     attacker_rows,
     attackers_of,
     check_attackers,
+    cnn_classification,
     cnn_reidentification,
     velocity,
     windows,
@@ -38,11 +43,26 @@ def torch():
 
 
 @pytest.fixture(scope="module")
-def people():
-    """Four synthetic people, each reading and searching 120 s: their raw ticks, persons and cuts."""
-    study = gaze_study(PEOPLE, 120.0, 0, trials=2, pursuit_s=2.0)
+def study():
+    """Four synthetic people, each reading and searching 120 s (recording 2p reading, 2p + 1 search)."""
+    return gaze_study(PEOPLE, 120.0, 0, trials=2, pursuit_s=2.0)
+
+
+@pytest.fixture(scope="module")
+def people(study):
+    """The study's raw ticks, persons and cuts."""
     tracks = [(s.ticks.t, s.ticks.deg) for s in study.reid_streams]
     return tracks, list(study.person_of), [midpoint(s.ticks.t) for s in study.reid_streams]
+
+
+def saccading(seed, per_s, seconds=120.0, rate=60.0):
+    """Ticks at ``rate`` of an eye fixating random points within ±15° with 0.3° of noise, jumping to
+    the next point ``per_s`` times a second on average (exponential gaps): (t, deg)."""
+    r = np.random.default_rng(seed)
+    t = np.arange(int(seconds * rate)) / rate
+    onsets = np.cumsum(r.exponential(1.0 / per_s, int(3 * seconds * per_s) + 10))
+    points = r.uniform(-15.0, 15.0, (len(onsets) + 1, 2))
+    return t, points[np.searchsorted(onsets, t, side="right")] + r.normal(0.0, 0.3, (len(t), 2))
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +108,58 @@ def test_test_halves_of_other_people_are_not_credited_to_the_labelled_one(torch,
     assert voted < CHANCE
 
 
+@pytest.mark.parametrize(("rates", "separable"), [((0.7, 3.0), True), ((1.5, 1.5), False)])
+def test_the_network_classifies_a_task_told_apart_by_its_saccade_rate(torch, rates, separable):
+    """Four people each doing a "slow" and a "fast" task: saccades 0.7 and 3 times a second are
+    classified from the raw ticks; the same rate under both names stays at chance (0.5)."""
+    tracks, tasks = [], []
+    for p in range(PEOPLE):
+        for j, per_s in enumerate(rates):
+            tracks.append(saccading(100 * p + j, per_s))
+            tasks.append(("slow", "fast")[j])
+    mids = [midpoint(t) for t, _ in tracks]
+    for seed in (0, 1):
+        per_window, voted = cnn_classification(tracks, tasks, mids, seed=seed)
+        if separable:
+            assert per_window > 0.7
+            assert voted >= 0.75
+        else:
+            assert per_window < 0.6
+            assert voted <= 0.5 + 1e-9
+
+
+def test_a_study_with_tasks_gets_the_networks_task_rows_beside_unchanged_reidentification(torch, study, people):
+    """A synthetic study with task labels (reading, search): the job writes the network's task rows
+    (chance 0.5) beside its re-identification rows, which are the re-identification alone; the
+    report's best of all attackers names the task's."""
+    tasks = tuple(("reading", "search")[i % 2] for i in range(len(study.recordings)))
+    plan = GazePlan((), True, ("cnn",))
+    rows = []
+    for point in (GazePoint("raw-ticks"), GazePoint("geo-uniform", 4.0, 60)):
+        rows += run_gaze_job(replace(study, task_of=tasks), plan, point, 0, 0)
+    cnn = [r for r in rows if r["classifier"] == "cnn"]
+    assert {(r["mechanism"], r["metric"], r["voting"]) for r in cnn} == {
+        (m, a, v) for m in ("raw-ticks", "geo-uniform") for a in ("reidentification", "task_accuracy")
+        for v in ("no", "yes")
+    }  # fmt: skip
+    raw = {(r["metric"], r["voting"]): r for r in cnn if r["mechanism"] == "raw-ticks"}
+    assert (raw["reidentification", "no"]["value"], raw["reidentification", "yes"]["value"]) == cnn_reidentification(
+        *people, seed=0
+    )
+    assert raw["task_accuracy", "yes"]["chance"] == pytest.approx(0.5)
+    assert raw["task_accuracy", "yes"]["target"] == "ticks"
+    md = markdown(rows)
+    task = raw["task_accuracy", "yes"]["value"]
+    assert f"Task, chance 0.50: raw ticks (the best of all attackers: cnn, none) {task:.2f}." in md
+    assert "| re-ID / raw ticks | task: best attacker | task | utility met |" in md
+    assert "| cnn, none |" in md.split("## Against the targets")[1]
+    assert attackers_of(rows, "task_accuracy") == ["cnn"]
+
+
+def test_reidentification_is_the_classification_of_the_people(torch, people):
+    assert cnn_reidentification(*people, seed=1) == cnn_classification(*people, seed=1)
+
+
 def test_the_same_seed_gives_the_same_accuracy_and_leaves_torch_as_it_was(torch, people):
     threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     state = torch.get_rng_state()
@@ -126,6 +198,11 @@ def test_velocity_and_windows_are_those_of_the_ticks():
             "tracks[0] must be times (m,) and degrees (m, 2)",
         ),
         (lambda: cnn_reidentification([], ["P0"], []), ValueError, "one entry per recording, got 0, 1 and 0"),
+        (
+            lambda: cnn_classification([(np.arange(200.0), np.zeros((200, 2)))] * 2, ["a", "a"], [100.0, 100.0]),
+            ValueError,
+            "fewer than two labels have a training window of 120 ticks",
+        ),
         (lambda: cnn_reidentification([], [], [], seed=1.5), TypeError, "seed must be an int, got 1.5"),
     ],
 )
@@ -141,6 +218,9 @@ def test_the_rows_of_each_attacker_are_told_apart():
     assert [r["value"] for r in attacker_rows(rows, "cnn")] == [0.9]
     assert [r["value"] for r in attacker_rows(rows, "features")] == [0.5, 1.0]
     assert attackers_of(rows[2:]) == []
+    task = [{"metric": "task_accuracy", "classifier": "cnn", "value": 0.7}]
+    assert attackers_of(rows + task, "task_accuracy") == ["cnn"]
+    assert attackers_of(rows + task) == ["features", "cnn"]
 
 
 def _argv(out, *attackers):
@@ -178,9 +258,15 @@ def test_the_cli_reports_the_network_on_a_manifests_recordings(torch, tmp_path):
     with open(out / "results.csv") as fh:
         rows = list(csv.DictReader(fh))
     cnn = {(r["mechanism"], r["metric"]) for r in rows if r["classifier"] == "cnn"}
-    assert cnn == {("raw-ticks", "reidentification"), ("geo-bd", "reidentification")}  # no task, no raw gaze
+    # no raw gaze: the network sees ticks only
+    assert cnn == {(m, a) for m in ("raw-ticks", "geo-bd") for a in ("reidentification", "task_accuracy")}
+    task = [r for r in rows if r["metric"] == "task_accuracy" and r["mechanism"] == "raw-ticks"]
+    assert {r["classifier"] for r in task} == {"knn", "svm", "tree", "forest", "cnn"}  # beside the features'
     md = (out / "results.md").read_text()
-    assert "| features of none | features of median5 | cnn of none | cnn of median5 | best attacker |" in md
+    head = "| features of none | features of median5 | cnn of none | cnn of median5 | best attacker |"
+    assert md.count(head) == 2  # re-identification and task
+    task_table = md.split("## Task (task column)")[1].split("## Summary")[0]
+    assert "cnn of none" in task_table
 
 
 def test_the_cli_refuses_the_cnn_attacker_without_reidentification(tmp_path, capsys):

@@ -18,7 +18,8 @@ several noise seeds, on the people of :func:`~streamdp.offline.gaze_study.gaze_s
   trained on the same halves (:mod:`streamdp.offline.gaze_sequence_attacker`, the ``attack``
   extra), per window and voted per recording (rows of classifier ``"cnn"``);
 - **task**: with task labels (a manifest's study, :mod:`streamdp.offline.gaze_manifest`), the
-  same features classify each recording's task, leaving one participant out.
+  same features classify each recording's task, leaving one participant out; with ``"cnn"``, the
+  network classifies it too, on the halves it re-identifies on.
 
 Every measure is taken on the stream as released (filter ``"none"``) and after each public
 post-processing filter (:func:`~streamdp.offline.gaze_study.smooth`), which an app, or an
@@ -48,7 +49,7 @@ from .classify import Released, reidentification, task_classification
 from .executors import job_results
 from .executors import progress as progress_bar
 from .gaze_measures import angular_error, dwell_accuracy
-from .gaze_sequence_attacker import ATTACKERS, CNN_CLASSIFIER, check_attackers, cnn_reidentification, require_torch
+from .gaze_sequence_attacker import ATTACKERS, CNN_CLASSIFIER, check_attackers, cnn_classification, require_torch
 from .gaze_study import GazeStudy, check_filter, midpoint, sanitize_stream, smooth, split_features, ticks_recording
 
 _F64 = NDArray[np.float64]
@@ -111,7 +112,7 @@ def gaze_grid(
 @dataclass(frozen=True)
 class GazePlan:
     """What every job measures: the filters besides ``"none"``, whether to attack, and with which
-    re-identification attackers (:data:`~streamdp.offline.gaze_sequence_attacker.ATTACKERS`)."""
+    attackers of the participant and the task (:data:`~streamdp.offline.gaze_sequence_attacker.ATTACKERS`)."""
 
     filters: tuple[str, ...] = ()
     reid: bool = True
@@ -131,9 +132,9 @@ def evaluate_gaze(
     progress: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per grid point × seed × filter × metric × target (× classifier × voting for the
-    attack), in job order whatever order the jobs finish in. ``attackers``: the re-identification
-    attackers, ``"features"`` (the 52 features, four classifiers; also the task attack and the
-    raw-gaze baseline) and ``"cnn"`` (the network on the ticks).
+    attack), in job order whatever order the jobs finish in. ``attackers``: the attackers of
+    the participant and (with task labels) the task, ``"features"`` (the 52 features, four
+    classifiers; also the raw-gaze baseline) and ``"cnn"`` (the network on the ticks).
 
     Raises
     ------
@@ -224,16 +225,22 @@ def run_gaze_job(
 
 
 def cnn_rows(study: GazeStudy, values: Sequence[_F64], at: dict[str, Any], repetition: int) -> list[dict[str, Any]]:
-    """Re-identification of ``study.person_of`` by the network (classifier ``"cnn"``) from the
-    released positions ``values`` of the re-identification recordings, each cut at its midpoint;
-    the network's seed is the repetition's."""
+    """Re-identification of ``study.person_of`` and, when the study has task labels, the
+    classification of ``study.task_of``, by the network (classifier ``"cnn"``) from the released
+    positions ``values`` of the re-identification recordings, each cut at its midpoint (the first
+    halves train for both); the network's seed is the repetition's."""
     streams = study.reid_streams
     tracks = [(s.ticks.t, v) for s, v in zip(streams, values, strict=True)]
     mids = [midpoint(s.ticks.t) for s in streams]
-    acc, voted = cnn_reidentification(tracks, study.person_of, mids, seed=repetition)
-    row = {**at, "metric": "reidentification", "target": "ticks", "classifier": CNN_CLASSIFIER,
-           "chance": 1.0 / len(study.people)}  # fmt: skip
-    return [{**row, "voting": "no", "value": acc}, {**row, "voting": "yes", "value": voted}]
+    attacks = [("reidentification", study.person_of, 1.0 / len(study.people))]
+    if study.task_of:
+        attacks.append(("task_accuracy", study.task_of, 1.0 / len(set(study.task_of))))
+    rows = []
+    for metric, labels, chance in attacks:
+        acc, voted = cnn_classification(tracks, labels, mids, seed=repetition)
+        row = {**at, "metric": metric, "target": "ticks", "classifier": CNN_CLASSIFIER, "chance": chance}
+        rows += [{**row, "voting": "no", "value": acc}, {**row, "voting": "yes", "value": voted}]
+    return rows
 
 
 def path_errors(t: _F64, deg: _F64, target_t: _F64, target_deg: _F64) -> _F64:

@@ -57,7 +57,8 @@ def manifest_markdown(rows: Sequence[dict[str, Any]], title: str = "the manifest
         "released ticks; re-identification of the participant (first half of each recording trains, second "
         "tests) and classification of the task (leaving one participant out); mean of k-NN, SVM, tree and "
         "forest, majority vote per recording, per sample in brackets (cnn: a convolutional network over the "
-        "ticks' velocity, per window in brackets); best attacker: the strongest filter × classifier.",
+        "ticks' velocity, the first halves training for both attacks, per window in brackets); best attacker: the "
+        "strongest filter × classifier.",
         "",
         "## As released (no filter)",
         "",
@@ -87,7 +88,7 @@ def manifest_markdown(rows: Sequence[dict[str, Any]], title: str = "the manifest
         if not any(r["metric"] == metric for r in rows):
             continue
         out += ["", f"## {name} (voted; per sample in brackets)", ""]
-        attackers = [a for a in attackers_of(rows) if a == "features" or metric == "reidentification"] or ["features"]
+        attackers = attackers_of(rows, metric) or ["features"]
         columns = [(a, f) for a in attackers for f in filts]
         head = ["mechanism", "ε/tick", "w", "ε_w", *[f"{a} of {f}" for a, f in columns], "best attacker"]
         body = []

@@ -63,10 +63,11 @@ def reid(
     filt: str = "none",
     voting: str = "yes",
     attacker: str = "features",
+    metric: str = "reidentification",
 ) -> float:
-    """Re-identification accuracy (mean over seeds) of ``attacker``: the features' mean over the
-    four classifiers, or the network's (``"cnn"``)."""
-    return stat(attacker_rows(rows, attacker), s, metric="reidentification", filter=filt, voting=voting)[0]
+    """Re-identification (or another attack's ``metric``, ``"task_accuracy"``) accuracy, mean over
+    seeds, of ``attacker``: the features' mean over the four classifiers, or the network's (``"cnn"``)."""
+    return stat(attacker_rows(rows, attacker), s, metric=metric, filter=filt, voting=voting)[0]
 
 
 def _pm(st: tuple[float, float, int], digits: int = 2) -> str:
@@ -97,12 +98,13 @@ def best_app_filter(rows: Sequence[dict[str, Any]], s: Setting | str) -> tuple[s
     return max(scored, key=lambda x: (np.nan_to_num(x[1], nan=-1.0), -np.nan_to_num(x[2], nan=np.inf)))
 
 
-def attack(rows: Sequence[dict[str, Any]], s: Setting | str) -> tuple[str, float]:
+def attack(rows: Sequence[dict[str, Any]], s: Setting | str, metric: str = "reidentification") -> tuple[str, float]:
     """The best of all attackers: ``"<attacker>, <filter>"`` (``"features, median9"``,
-    ``"cnn, none"``) and its voted re-identification accuracy."""
+    ``"cnn, none"``) and its voted accuracy of ``metric`` (re-identification, or the task's:
+    ``"task_accuracy"``)."""
     scored = [
-        (f"{a}, {f}", reid(rows, s, f, attacker=a))
-        for a in attackers_of(rows) or ["features"]
+        (f"{a}, {f}", reid(rows, s, f, attacker=a, metric=metric))
+        for a in attackers_of(rows, metric) or ["features"]
         for f in filters_of(rows)
     ]
     scored = [x for x in scored if np.isfinite(x[1])]
@@ -219,6 +221,10 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
         f"(positions only, 60 Hz; the best of all attackers: {attack(rows, 'raw-ticks')[0]}) {raw_ticks:.2f}.",
         "",
     ]
+    if any(r["metric"] == "task_accuracy" for r in rows):
+        who, task = attack(rows, "raw-ticks", "task_accuracy")
+        chance = next(r["chance"] for r in rows if r["metric"] == "task_accuracy")
+        out += [f"Task, chance {chance:.2f}: raw ticks (the best of all attackers: {who}) {task:.2f}.", ""]
     out += targets_table(rows, pts)
     return "\n".join(out) + "\n"
 
@@ -235,27 +241,19 @@ def targets_table(rows: Sequence[dict[str, Any]], pts: Sequence[Setting]) -> lis
         f"suffices); re-identification by the best attacker and filter ≤ raw ticks / 3 = {limit:.2f}.",
         "",
     ]
-    head = [
-        "mechanism",
-        "ε/tick",
-        "w",
-        "ε_w",
-        "app filter",
-        "dwell",
-        "error median",
-        "best attacker",
-        "re-ID",
-        "re-ID / raw ticks",
-        "utility met",
-        "re-ID met",
-    ]
+    has_task = any(r["metric"] == "task_accuracy" for r in rows)
+    head = ["mechanism", "ε/tick", "w", "ε_w", "app filter", "dwell", "error median", "best attacker", "re-ID",
+            "re-ID / raw ticks", *(["task: best attacker", "task"] if has_task else []), "utility met",
+            "re-ID met"]  # fmt: skip
     body = []
     for s in pts:
         f, dwell, err = best_app_filter(rows, s)
         af, r = attack(rows, s)
+        task = attack(rows, s, "task_accuracy") if has_task else None
         ok_u = dwell >= TARGET_DWELL and err <= TARGET_ERROR_DEG
         verdicts = ["yes" if ok_u else "no", "yes" if r <= limit else "no"]
-        body.append([*_label(s), f, f"{dwell:.3f}", f"{err:.2f}", af, f"{r:.2f}", f"{r / raw:.2f}", *verdicts])
+        cells = [*_label(s), f, f"{dwell:.3f}", f"{err:.2f}", af, f"{r:.2f}", f"{r / raw:.2f}"]
+        body.append(cells + ([task[0], f"{task[1]:.2f}"] if task else []) + verdicts)
     return out + _table(head, body)
 
 

@@ -7,10 +7,11 @@ and their times. It cuts each recording at its public midpoint, turns each half 
 velocity ``(dx, dy) / dt`` in degrees per second (within the half alone: no velocity straddles
 the cut), clamped to ±1000 °/s and standardized with the training half's mean and sd, and cuts
 that into windows of :attr:`CnnSettings.window` ticks. A few dilated ``Conv1d`` layers (batch
-norm, ReLU), global average pooling and a linear layer over the people are trained on the
-windows of every recording's first half, and classify the windows of its second half; the
-accuracy is per window and with a majority vote over each recording's test half, as the feature
-attacker reports it (:func:`~streamdp.offline.classify.accuracy`).
+norm, ReLU), global average pooling and a linear layer over the labels (the people, or a
+manifest's tasks: :func:`cnn_classification`) are trained on the windows of every recording's
+first half, and classify the windows of its second half; the accuracy is per window and with a
+majority vote over each recording's test half, as the feature attacker reports it
+(:func:`~streamdp.offline.classify.accuracy`).
 
 PyTorch is an optional extra (``pip install 'streamdp[attack]'``), imported only when the
 attacker runs (:func:`require_torch`). Training is seeded and runs with PyTorch's deterministic
@@ -34,8 +35,8 @@ from .classify import accuracy
 
 _F64 = NDArray[np.float64]
 
-#: the re-identification attackers of ``evaluate --channel gaze``: 52 features and four
-#: classifiers, or the convolutional network (the ``attack`` extra)
+#: the attackers of ``evaluate --channel gaze`` (re-identification and task): 52 features and
+#: four classifiers, or the convolutional network (the ``attack`` extra)
 ATTACKERS = ("features", "cnn")
 #: the classifier column of the network's result rows
 CNN_CLASSIFIER = "cnn"
@@ -129,10 +130,11 @@ def attacker_rows(rows: Sequence[dict[str, Any]], attacker: str) -> list[dict[st
     return [r for r in rows if r["classifier"] != CNN_CLASSIFIER]
 
 
-def attackers_of(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The attackers with re-identification rows in ``rows``, in the order of :data:`ATTACKERS`."""
+def attackers_of(rows: Sequence[dict[str, Any]], metric: str = "reidentification") -> list[str]:
+    """The attackers with rows of ``metric`` (re-identification, or ``"task_accuracy"``) in
+    ``rows``, in the order of :data:`ATTACKERS`."""
     found = {CNN_CLASSIFIER if r["classifier"] == CNN_CLASSIFIER else "features"
-             for r in rows if r["metric"] == "reidentification"}  # fmt: skip
+             for r in rows if r["metric"] == metric}  # fmt: skip
     return [a for a in ATTACKERS if a in found]
 
 
@@ -270,23 +272,28 @@ def _train_predict(torch: Any, train: _Windows, test: _Windows, classes: int, s:
     return np.asarray(logits.argmax(dim=1).numpy(), dtype=np.intp)
 
 
-def cnn_reidentification(
+def cnn_classification(
     tracks: Sequence[tuple[_F64, _F64]],
-    people: Sequence[str],
+    labels: Sequence[str],
     mids: Sequence[float],
     *,
     seed: int = 0,
     settings: CnnSettings | None = None,
 ) -> tuple[float, float]:
-    """(per-window, voted) accuracy of the network telling who released each test half.
+    """(per-window, voted) accuracy of the network telling each test half's label: the person
+    (re-identification, :func:`cnn_reidentification`) or any other label of the recordings, such
+    as a manifest's task column. The protocol is the same for every label: the first halves train,
+    the second halves test, so the network has seen each recording's first half (with a task that
+    each person does once, it may find the task through the recording; the feature attacker
+    classifies a task leaving one participant out).
 
     Parameters
     ----------
     tracks : sequence of (t, deg)
         Each recording's released ticks: times (m,) strictly increasing and positions (m, 2) in
         degrees (after any public filter the attacker chose).
-    people : sequence of str
-        The person of each recording.
+    labels : sequence of str
+        The label of each recording.
     mids : sequence of float
         Each recording's public cut: ticks at ``t ≤ mid`` train, the others test.
     seed : int
@@ -301,33 +308,66 @@ def cnn_reidentification(
     TypeError
         ``seed`` not an int, or ``settings`` not :class:`CnnSettings`.
     ValueError
-        Lengths that differ, a track of bad shape, fewer than two people with training windows,
+        Lengths that differ, a track of bad shape, fewer than two labels with training windows,
         or no test window (named).
+
+    Examples
+    --------
+    >>> cnn_classification([], ["reading"], [])
+    Traceback (most recent call last):
+    ...
+    ValueError: tracks, labels and mids must have one entry per recording, got 0, 1 and 0
     """
     s = settings if settings is not None else CnnSettings()
     if not isinstance(s, CnnSettings):
         raise TypeError(f"settings must be CnnSettings, got {type(settings).__name__}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {seed!r}")
-    if not (len(tracks) == len(people) == len(mids)):
-        raise ValueError(f"tracks, people and mids must have one entry per recording, got {len(tracks)}, "
-                         f"{len(people)} and {len(mids)}")  # fmt: skip
+    if not (len(tracks) == len(labels) == len(mids)):
+        raise ValueError(f"tracks, labels and mids must have one entry per recording, got {len(tracks)}, "
+                         f"{len(labels)} and {len(mids)}")  # fmt: skip
     checked = []
     for i, (t, deg) in enumerate(tracks):
         tt, dd = np.asarray(t, dtype=np.float64), np.asarray(deg, dtype=np.float64)
         if tt.ndim != 1 or dd.shape != (len(tt), 2):
             raise ValueError(f"tracks[{i}] must be times (m,) and degrees (m, 2), got shapes {tt.shape} and {dd.shape}")
         checked.append((tt, dd))
-    names, labels = np.unique(np.asarray(people), return_inverse=True)
-    train, test = _split_windows(checked, labels.astype(np.intp), mids, s)
+    names, index = np.unique(np.asarray(labels), return_inverse=True)
+    train, test = _split_windows(checked, index.astype(np.intp), mids, s)
     if len(np.unique(train.label)) < 2:
-        raise ValueError(f"fewer than two people have a training window of {s.window} ticks")
+        raise ValueError(f"fewer than two labels have a training window of {s.window} ticks")
     if not len(test.x):
         raise ValueError(f"no recording has a test window of {s.window} ticks")
     torch = require_torch()
     with _seeded(torch, int(seed), s.threads):
         pred = _train_predict(torch, train, test, len(names), s)
     return accuracy(names[pred], names[test.label], test.recording)
+
+
+def cnn_reidentification(
+    tracks: Sequence[tuple[_F64, _F64]],
+    people: Sequence[str],
+    mids: Sequence[float],
+    *,
+    seed: int = 0,
+    settings: CnnSettings | None = None,
+) -> tuple[float, float]:
+    """(per-window, voted) accuracy of the network telling who released each test half:
+    :func:`cnn_classification` of the recordings' ``people``.
+
+    Raises
+    ------
+    ImportError, TypeError, ValueError
+        As :func:`cnn_classification` (the people are its labels).
+
+    Examples
+    --------
+    >>> cnn_reidentification([], [], [], seed=1.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: seed must be an int, got 1.5
+    """
+    return cnn_classification(tracks, people, mids, seed=seed, settings=settings)
 
 
 __all__ = [
@@ -338,6 +378,7 @@ __all__ = [
     "attacker_rows",
     "attackers_of",
     "check_attackers",
+    "cnn_classification",
     "cnn_reidentification",
     "require_torch",
     "velocity",
