@@ -350,10 +350,10 @@ ROWS = [
     ("audit-runs-long", ["audit", "--mechanisms", "lpa", "--runs", "10000"], KILLED,
      rf"^streamdp audit: this will take about 70 s and 2\.2 GB of memory for 1 mechanism × 10000 runs {WITHIN}"),
     ("evaluate-people-huge", ["evaluate", "--people", "100000", "--seconds", "10000", "--out", "{tmp}/eval"], 2,
-     r"^streamdp evaluate: error: needs about .* TB of memory for 2\.4e\+11 synthetic gaze samples, then 75 jobs "
+     r"^streamdp evaluate: error: needs about .* TB of memory for 2\.4e\+11 synthetic gaze samples, then 90 jobs "
      r"\(grid points × seeds\) .* give fewer --people, a smaller --seconds, or fewer grid points or --seeds$"),
     ("evaluate-seeds-long", ["evaluate", "--seeds", "1000", "--out", "{tmp}/eval"], KILLED,
-     r"^streamdp evaluate: this will take about .* for 3\.5e\+05 synthetic gaze samples, then 25000 jobs "
+     r"^streamdp evaluate: this will take about .* for 3\.5e\+05 synthetic gaze samples, then 30000 jobs "
      r"\(grid points × seeds\) over 5\.1e\+03 feature steps"),
     ("evaluate-gaze-people-huge", ["evaluate", "--channel", "gaze", "--people", "10000000", "--out", "{tmp}/eval"],
      2, r"^streamdp evaluate: error: needs about .* TB of memory for 34 jobs \(grid points × seeds\) over 10000000 "

@@ -14,6 +14,14 @@ axis's only value; both forms at once are refused. A chunk length longer than a 
 is refused, naming the recordings. The output folder appears whole at the end, or not at all; an
 existing one is refused unless ``--overwrite``.
 
+The trade-off as a curve (:mod:`streamdp.offline.frontier`): every run also measures Algorithm 1 as
+published at each ε and chunk length and the floor (a release without signal) at each chunk length,
+and writes ``frontier.csv``, ``frontier.md`` and ``frontier.png``: task accuracy against
+re-identification per mechanism and allocation across ε, each curve's Pareto frontier and those
+references with no noise, mean ± SE over seeds; their rows are in ``baselines.csv``, the other
+files are those of the grid alone. ``--no-baselines`` leaves the references out (the frontier then
+has no noise only).
+
 ``--channel gaze`` evaluates the real-time gaze channel instead (:mod:`streamdp.cli.evaluate_gaze`):
 its mechanisms × ε per tick × w on synthetic people, or on a ``--manifest``'s recordings, with options
 of its own.
@@ -26,6 +34,7 @@ shown (:mod:`streamdp.cli.progress`).
 from __future__ import annotations
 
 import argparse
+import csv
 from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -96,6 +105,7 @@ CONFLICTS = (
     Excludes("--channel=gaze", "--executor=dask", "the gaze channel's evaluation runs on local processes"),
     Excludes("--channel=gaze", "--fit-weights", "the gaze channel has no features to split ε over"),
     Excludes("--fit-weights", "--weights", "the weights are fitted on each training fold instead"),
+    Excludes("--channel=gaze", "--no-baselines", "the gaze channel's evaluation draws no frontier of features"),
 )  # fmt: skip
 
 
@@ -151,6 +161,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "fits them (for the first --tasks column, protecting participant, and for each point's ε: how many "
         "features to fund chosen by an inner cross-validation on the fold), instead of --weights: rows say "
         "weights=fitted and each fold's digest (docs/privacy.md)",
+    )
+    p.add_argument(
+        "--no-baselines",
+        dest="baselines",
+        action="store_false",
+        help="leave out the frontier's references, Algorithm 1 as published (dcfpa-bozkir, equal weights, no "
+        "ceiling) at each ε and n and the floor (a release without signal) at each n: fewer jobs, and a "
+        "frontier with no noise as its only reference (docs/evaluation.md)",
     )
     add_gaze_options(p)
     add_config_file_option(p)
@@ -259,17 +277,20 @@ def run(args: argparse.Namespace) -> int:
     mechanisms = grid_axis(args, "mechanism", "mechanisms", CHOICES, config)
     epsilons = grid_axis(args, "epsilon", "epsilons", DEFAULT_EPSILONS, config)
     chunk_lengths = grid_axis(args, "chunk_length", "chunk_lengths", DEFAULT_CHUNK_LENGTHS, config)
-    from ..offline.evaluate import GridPoint, default_workers, evaluate
+    from ..offline.evaluate import GridPoint, baseline_points, default_workers, evaluate
+    from ..offline.frontier import ALG1, FLOOR
     from ..offline.results import check_output_folder, staged_folder, write_results
 
     grid = [GridPoint("none", 0.0, n) for n in chunk_lengths[:1]]
     grid += [GridPoint(m, e, n) for m in mechanisms for n in chunk_lengths for e in epsilons]
-    _check_grid(grid, config)
+    baselines = baseline_points(grid) if args.baselines else []
+    _check_grid([*grid, *baselines], config)
     out = Path(args.out)
     check_output_folder(out, overwrite=args.overwrite)
     _require_extras()
     seed = config.seed if config.seed is not None else 0
-    jobs, parallel = len(grid) * args.seeds, min(args.workers or default_workers(), default_workers())
+    jobs = (len(grid) + len(baselines)) * args.seeds
+    parallel = min(args.workers or default_workers(), default_workers())
     recs, long = _recordings(args, config, layout, seed, jobs, parallel)
     if len({r.participant for r in recs}) < 2 or len({r.task for r in recs}) < 2:
         raise StreamdpError("evaluation needs at least two participants and two tasks with enough gaze")
@@ -300,10 +321,44 @@ def run(args: argparse.Namespace) -> int:
             executor=args.executor,
             scheduler=args.scheduler,
             fit_weights=args.fit_weights,
+            baselines=args.baselines,
             on_job=progress.advance,
         )
+    curve = _frontier(rows, config)
+    references = [r for r in rows if r["mechanism"] in (ALG1, FLOOR)]
     with staged_folder(out, overwrite=args.overwrite) as stage:
-        paths = [out / p.name for p in write_results(rows, stage.path, config)]
+        grid_rows = [r for r in rows if r["mechanism"] not in (ALG1, FLOOR)]
+        written = write_results(grid_rows, stage.path, config) + _write_frontier(curve, references, stage.path)
+        paths = [out / p.name for p in written]
     print((out / "results.md").read_text())
+    if curve.points:
+        print(curve.table())
+    else:
+        say(curve.reason)
     say("wrote " + ", ".join(str(p) for p in paths))
     return 0
+
+
+def _frontier(rows: list[dict[str, Any]], config: SessionConfig) -> Any:
+    """The trade-off's curve of ``rows`` (:func:`streamdp.offline.frontier.frontier`), the
+    streaming mechanisms' allocation named as the configuration's weights name it."""
+    from ..offline.frontier import frontier
+
+    weights = config.weights
+    return frontier(rows, allocation=str(getattr(weights, "allocation", weights)))
+
+
+def _write_frontier(curve: Any, references: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """frontier.csv, .md and .png, and baselines.csv: the references' rows, as results.csv's."""
+    from ..offline.frontier_files import write_frontier
+    from ..offline.results import FITTED_KEYS, RESULT_KEYS
+
+    written = write_frontier(curve, out_dir)
+    if references:
+        keys = [*RESULT_KEYS, *(FITTED_KEYS if "weights" in references[0] else ())]
+        with open(out_dir / "baselines.csv", "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows({"postprocess": "no", **r} for r in references)
+        written.append(out_dir / "baselines.csv")
+    return written

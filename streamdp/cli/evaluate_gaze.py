@@ -101,9 +101,9 @@ def add_gaze_options(p: argparse.ArgumentParser) -> None:
         "--attackers",
         nargs="+",
         choices=ATTACKERS,
-        help="re-identification attackers: features (52 features, four classifiers) and cnn (a convolutional "
-        "network over the ticks' velocity; pip install 'streamdp[attack]'); the report gives each and the best "
-        "of all (default: features)",
+        help="attackers (re-identification, and the task where labels are given): features (52 features, four "
+        "classifiers) and cnn (a convolutional network over the ticks' velocity; pip install 'streamdp[attack]'); "
+        "the report gives each and the best of all (default: features)",
     )
 
 

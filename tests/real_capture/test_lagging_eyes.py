@@ -74,7 +74,8 @@ def stop_relay(relay: subprocess.Popen[bytes], log: Path) -> str:
 def restart_lines(log: str) -> list[str]:
     """The relay's log lines that tell a restart or a jump of the clock, and the lines before each."""
     lines = log.splitlines()
-    marks = [i for i, line in enumerate(lines) if any(w in line.lower() for w in ("restart", "jump", "segment", "back", "behind"))]
+    words = ("restart", "jump", "segment", "back", "behind")
+    marks = [i for i, line in enumerate(lines) if any(w in line.lower() for w in words)]
     return [line for i in marks for line in lines[max(0, i - 3) : i + 1]]
 
 
