@@ -11,7 +11,10 @@ and noised like any other: the channel never has a gap that would tell a blink.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numpy.typing import NDArray
 
 from .errors import InputError
 from .gaze import GazeBatch, GazeColumns
@@ -25,7 +28,6 @@ from .stages.base import Stage
 from .stages.gaze_privatizer import GazePrivatizer
 from .stages.gaze_ticks import GazeTicks, Ticks, TickSamples
 from .stages.hold import ReleaseHold
-from .stages.reorder import ReorderBuffer
 
 __all__ = ["GazeChannel", "check_source_rate", "tick_offset"]
 
@@ -139,7 +141,7 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         self.rate = float(rate)
         self.hold, self.reorder = hold, float(reorder)
         self._hold = None if hold is None else ReleaseHold(tick_offset(rate, hold))
-        self._order = None if hold is None else ReorderBuffer(reorder)
+        self._order = None if hold is None else _TickOrder(reorder)
         #: live: the earliest gaze received before the grid started, which starts it (None before any)
         self._first: float | None = None
 
@@ -171,18 +173,22 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         """Live: decoded gaze in any order within the reorder window; the ticks it closes are
         computed and held to their public time."""
         assert self._order is not None, "receive() is the live path: give hold="
-        if len(cols) and self.ticks.next_tick is None:  # the earliest gaze yet, until the grid starts
-            first = float(np.min(cols.t))
+        if not len(cols):
+            return
+        if self.ticks.next_tick is None:  # the earliest gaze yet, until the grid starts
+            first = float(cols.t.min())
             self._first = first if self._first is None else min(self._first, first)
-        self._order.hold(cols)
+        # converted once, as it arrives: a tick's wake then only cuts, sums and seals
+        self._order.hold(self.ticks.convert(cols, "gaze channel"))
         self._ordered(self._order.release())
 
     def advance(self, clock: float) -> list[PrivateRelease]:
         """The source's clock reached ``clock`` without more gaze: the ticks it closes (live: held)."""
         if self._order is None:
             return self._release(self.ticks.advance(clock))
-        self._ordered(self._order.advance(clock))
-        return self._release(self.ticks.advance(self._order.released_until))
+        ordered = self._order.advance(clock)
+        ticks = self.ticks.update(ordered) if ordered is not None else Ticks.empty()
+        return self._release(Ticks.concat([ticks, self.ticks.advance(self._order.released_until)]))
 
     def flush(self) -> list[PrivateRelease]:
         """End of stream: the ticks up to the last sample's, and every tick held."""
@@ -192,10 +198,8 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
         out = self._release(self.ticks.flush())
         return out if self._hold is None else self._hold.take_all()
 
-    def _ordered(self, cols: GazeColumns) -> None:
-        # the ticks read positions, confidence and validity only, checked when decoded
-        if len(cols):
-            samples = TickSamples.from_columns(cols.t, cols.x, cols.y, cols.confidence, cols.valid, "gaze channel")
+    def _ordered(self, samples: TickSamples | None) -> None:
+        if samples is not None:
             self._release(self.ticks.update(samples))
 
     def reset(self) -> None:
@@ -218,3 +222,63 @@ class GazeChannel(Stage[GazeBatch, "list[PrivateRelease]"]):
             return releases
         self._hold.add(releases)
         return []
+
+
+class _TickOrder:
+    """The live channel's reorder buffer, over gaze converted as it arrived: the rule of
+    :class:`~streamdp.stages.reorder.ReorderBuffer` (gaze older than what was released is late and
+    dropped, counted in ``late``; what is older than the clock less ``window`` is released in time
+    order, ties in arrival order), with what is held kept sorted as each burst arrives, so that a
+    tick's wake only cuts off the part its clock passed."""
+
+    def __init__(self, window: float) -> None:
+        self.window = float(window)
+        self.reset()
+
+    def reset(self) -> None:
+        self._held: TickSamples | None = None
+        self.released_until = self.clock = -math.inf
+        self.late = 0
+
+    def hold(self, samples: TickSamples) -> None:
+        late = samples.t < self.released_until
+        if late.any():
+            self.late += int(np.count_nonzero(late))
+            samples = _take(samples, np.flatnonzero(~late))
+            if not len(samples):
+                return
+        self.clock = max(self.clock, float(samples.t.max()))
+        both = samples if self._held is None else _concat(self._held, samples)
+        # a stable sort of what is held (sorted) and the burst after it: the order one sort of all would give
+        self._held = _take(both, np.argsort(both.t, kind="stable"))
+
+    def release(self) -> TickSamples | None:
+        """What is held and older than ``clock − window`` (None: nothing)."""
+        self.released_until = max(self.released_until, self.clock - self.window)
+        held = self._held
+        if held is None or held.t[0] > self.released_until:
+            return None
+        cut = int(np.searchsorted(held.t, self.released_until, side="right"))
+        self._held = held.slice(cut, len(held)) if cut < len(held) else None
+        return held.slice(0, cut)
+
+    def advance(self, clock: float) -> TickSamples | None:
+        if clock > self.clock:
+            self.clock = float(clock)
+        return self.release()
+
+    def flush(self) -> TickSamples | None:
+        """Everything held, in order; the next stream may start at any time."""
+        held, self._held = self._held, None
+        self.released_until = self.clock = -math.inf
+        return held
+
+
+def _take(s: TickSamples, index: NDArray[np.intp]) -> TickSamples:
+    return TickSamples(s.t[index], s.k[index], s.use[index], s.dx[index], s.dy[index], s.source)
+
+
+def _concat(a: TickSamples, b: TickSamples) -> TickSamples:
+    join = np.concatenate
+    return TickSamples(join((a.t, b.t)), join((a.k, b.k)), join((a.use, b.use)), join((a.dx, b.dx)),
+                       join((a.dy, b.dy)), a.source)  # fmt: skip

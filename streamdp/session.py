@@ -11,17 +11,14 @@ call one of
 - :meth:`Session.update` — decoded columns from any other source (Neon);
 - :meth:`Session.run` — a whole recording (replay, evaluate, the offline demo).
 
-so that the same gaze gives the same releases whichever way it arrives. How often a live shell
-has the stages run is its own :class:`~streamdp.live_pacing.FeedPacing`, which the session consults
-(``pacing=``); without one the stages run with every batch.
+so that the same gaze gives the same releases whichever way it arrives. A live shell's own
+:class:`~streamdp.live_pacing.FeedPacing` (``pacing=``) says when the stages run (without: every batch).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -120,6 +117,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         #: the real-time gaze channel (config.gaze_channel), live held to each tick's public time
         self.gaze = config.gaze_channel_for(seed, camera, live=reorder)
         self.pacing = pacing
+        self._read = 0  # decoded gaze the gaze channel read ahead, still in the decoder (:meth:`_read_ahead`)
         self.reset()
 
     @classmethod
@@ -156,8 +154,9 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         """Live gaze the clock accepted: the gaze channel, the reorder buffer, the stages."""
         assert self._order is not None
         out: list[PrivateRelease] = []
-        if self.gaze is not None and not self.exhausted:
-            self.gaze.receive(item)  # ticks follow every burst; the feature stages keep their pacing
+        read, self._read = self._read, 0  # the gaze the channel read ahead comes first (:meth:`_read_ahead`)
+        if self.gaze is not None and not self.exhausted:  # ticks follow every burst; the stages keep their pacing
+            self.gaze.receive(item.take(slice(read, None)) if read else item)
         late = self._order.late
         self._order.hold(item)
         self.counters.late += self._order.late - late
@@ -181,27 +180,20 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         """
         if isinstance(t_source, bool) or not isinstance(t_source, (int, float, np.integer, np.floating)):
             raise TypeError(f"t_source must be a number, got {t_source!r}")
-        t = float(t_source)
-        out = self._decoded()  # what the decoder holds comes first
+        t, dec, due = float(t_source), self.decoder, self.next_chunk_deadline
+        # what the decoder holds comes first, but at a tick's wake gaze the channel read waits for the stages' pacing
+        read = self.gaze is not None and 0 < dec.pending == self._read and (due is None or due > t)
+        out = [] if read else self._decoded()
         self._ahead.advance(t)
         if self._order is None:
             self._publish_gaze(self.gaze.advance(t) if self.gaze is not None else [])
             return out + self._after(self._guarded(lambda: self.pipeline.advance(t)))
         if self.gaze is not None:
             self.gaze.advance(t)  # ticks without gaze, held to their time
-            chunk = self.next_chunk_deadline
-            if chunk is None or chunk > t:  # a tick's deadline: the feature stages keep their pacing
+            if (due := self.next_chunk_deadline) is None or due > t:  # a tick's: the stages keep their pacing
                 return out + self._publish_due(t)
         out += self._feed(self._order.advance(t))
         return out + self._advance_pipeline() + self._publish_due(t)
-
-    @property
-    def newest_gaze(self) -> float | None:
-        """Source time of the newest gaze received live (None before any, or for a recording)."""
-        if self._order is None:
-            return None
-        newest = max(self._order.clock, self.decoder.pending_newest)  # decoded, maybe not yet fed
-        return newest if math.isfinite(newest) else None
 
     @property
     def next_deadline(self) -> float | None:
@@ -252,6 +244,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         self.counters.dropped_before = self.dropped_steps
         self.pipeline.reset()
         self.decoder.reset()
+        self._read = 0
         if self._order is not None:
             self._order.reset()
         self._ahead.reset()
@@ -288,13 +281,26 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
     def _may_wait(self) -> bool:
         """Whether decoded gaze may stay in the decoder's columns: the pacing says the stages
         would not run on it yet, the clock did not go back and no blink came. Per burst the
-        relay then only decodes."""
+        relay then only decodes, and the gaze channel reads the burst (:meth:`_read_ahead`)."""
         dec, order, pacing = self.decoder, self._order, self.pacing
-        if pacing is None or order is None or dec.pending_blinks or self.gaze is not None:
+        if pacing is None or order is None or dec.pending_blinks:
             return False
         if dec.pending_oldest < order.floor or dec.pending_newest > self._ahead.limit:
             return False  # a jump back or ahead (to confirm): now
-        return pacing.may_wait(dec.pending, max(order.clock, dec.pending_newest) - order.window)
+        ordered = max(order.clock, dec.pending_newest) - order.window
+        return pacing.may_wait(dec.pending, ordered) and (self.gaze is None or self._read_ahead())
+
+    def _read_ahead(self) -> bool:
+        """The gaze channel reads the gaze the stages leave waiting, if the clock is sure to take it as it is (no
+        datum held or far back, no leap past a chunk's deadline): what :meth:`update` would give it, per burst."""
+        dec, ahead, due = self.decoder, self._ahead, self.next_chunk_deadline
+        leap = self.clock_was_set is not None and due is not None and dec.pending_newest > due + self.config.chunk_leap
+        if leap or not ahead.settled or dec.pending_oldest < max(ahead.newest, dec.pending_newest) - ahead.behind:
+            return False
+        if self.gaze is not None and dec.pending > self._read and not self.exhausted:
+            self.gaze.receive(dec.peek(self._read))
+        self._read = dec.pending
+        return True
 
     def receive(
         self, gaze: GazeColumns, blinks: BlinkEvents | None = None, *, invalid: int = 0
@@ -351,11 +357,6 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
 
     # ------------------------------------------------------------- internals
 
-    def _count_bad(self) -> None:
-        dec, c = self.decoder, self.counters
-        c.malformed, dec.malformed = c.malformed + dec.malformed, 0
-        c.invalid, dec.invalid = c.invalid + dec.invalid, 0
-
     def _decoded(self) -> list[PrivateRelease]:
         self._count_bad()
         if not self.decoder.pending and not self.decoder.pending_blinks:
@@ -395,6 +396,3 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
             releases = []
         self._publish(releases)
         return releases
-
-    def describe(self) -> dict[str, Any]:
-        return {"source": self.source, "camera": self.camera, **self.config.describe()}

@@ -11,16 +11,20 @@ the public schedule.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from .config import SessionConfig
 from .errors import BudgetExhausted
 from .pipeline import PrivatePipeline, RecordingSource, as_recording
 from .pipeline_input import PipelineInput
 from .privacy.release import PrivateRelease
+from .pupil_wire import GazeDecoder
 from .sinks import ReleaseSink
 from .stages.features import FeatureRows
+from .stages.reorder import ReorderBuffer
 from .status import SessionStatus, StatusEvent
 
 __all__ = ["SessionCounters", "SessionOutput"]
@@ -72,6 +76,8 @@ class SessionOutput:
     source: str
     camera: str
     _input: PipelineInput
+    decoder: GazeDecoder
+    _order: ReorderBuffer | None
 
     def __init__(self, config: SessionConfig, pipeline: PrivatePipeline, sinks: Sequence[ReleaseSink]) -> None:
         if isinstance(sinks, ReleaseSink):
@@ -151,9 +157,27 @@ class SessionOutput:
         except BudgetExhausted:
             return []  # already said once, when it happened (see _publish)
 
+    @property
+    def newest_gaze(self) -> float | None:
+        """Source time of the newest gaze received live (None before any, or for a recording)."""
+        if self._order is None:
+            return None
+        newest = max(self._order.clock, self.decoder.pending_newest)  # decoded, maybe not yet fed
+        return newest if math.isfinite(newest) else None
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.source, "camera": self.camera, **self.config.describe()}
+
+    def _count_bad(self) -> None:
+        dec, c = self.decoder, self.counters
+        c.malformed, dec.malformed = c.malformed + dec.malformed, 0
+        c.invalid, dec.invalid = c.invalid + dec.invalid, 0
+
     def _publish_gaze(self, ticks: list[PrivateRelease]) -> None:
         """The gaze channel's ticks, to the sinks that take them (``accepts_gaze``): a tick is not
         a chunk, and a sink written for chunks (a CSV of features) never meets one."""
+        if not ticks:
+            return
         for sink in self.sinks:
             if getattr(sink, "accepts_gaze", False):
                 for tick in ticks:

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamdp.errors import TimestampOrderError
-from streamdp.gaze import GazeBatch
+from streamdp.gaze import GazeBatch, GazeColumns
 from streamdp.kernels.geometry import CAMERA_FOV_DEG, norm_to_degrees
-from streamdp.stages.gaze_ticks import DEFAULT_TICK_RATE, GazeTicks, Ticks, TickSamples
+from streamdp.stages.gaze_ticks import DEFAULT_TICK_RATE, GazeTicks, Ticks
 from streamdp.synthetic import generate
 
 FOV = CAMERA_FOV_DEG["pupil_core_720p"]
@@ -93,24 +93,30 @@ def test_tick_at_a_time_is_tick_of_it(t, rate, nudge):
         assert stage.tick_at(u) == int(stage.tick_of(np.array([u]))[0])
 
 
-def test_samples_taken_from_columns_give_the_ticks_of_the_validated_batch():
+def test_samples_converted_from_columns_give_the_ticks_of_the_validated_batch():
     gaze = SYN.slice(0, 600)
     checked, light = GazeTicks(rate=60.0), GazeTicks(rate=60.0)
-    light_samples = TickSamples.from_columns(gaze.t, gaze.x, gaze.y, gaze.confidence, gaze.valid, "cols")
+    cols = GazeColumns.from_batch(gaze)
+    # converted burst by burst, as the live channel converts them: the same bits as the batch's
+    bursts = [light.convert(cols.take(slice(i, i + 7)), "cols") for i in range(0, 600, 7)]
     a = Ticks.concat([checked.update(gaze), checked.flush()])
-    b = Ticks.concat([light.update(light_samples), light.flush()])
+    b = Ticks.concat([light.update(burst) for burst in bursts] + [light.flush()])
     assert np.array_equal(a.t, b.t) and np.array_equal(a.deg, b.deg) and np.array_equal(a.has_gaze, b.has_gaze)
 
 
-def test_samples_from_columns_refuse_times_out_of_order_or_not_finite_and_drop_unknown_positions():
+def test_samples_converted_refuse_times_not_finite_and_drop_unknown_positions():
     one = np.ones(3)
-    for t in ([0.0, 0.02, 0.01], [0.0, np.nan, 0.02], [np.inf, 1.0, 2.0], [0.0, 0.01, np.inf]):
-        with pytest.raises(TimestampOrderError, match="cols: the gaze channel's samples are not finite times"):
-            TickSamples.from_columns(np.array(t), one, one, one, np.ones(3, dtype=bool), "cols")
-    x = np.array([0.5, np.nan, 0.5])
-    samples = TickSamples.from_columns(np.array([0.0, 0.01, 0.02]), x, one * 0.5, one, np.ones(3, dtype=bool), "c")
-    assert samples.valid.tolist() == [True, False, True]  # a position that is not finite takes no part
+
+    def cols(t, x=one * 0.5):
+        return GazeColumns.from_arrays(t=t, x=x, y=one * 0.5, confidence=one, diameter_mm=one, diameter_px=one,
+                                       eye_id=[0] * 3, valid=[True] * 3)  # fmt: skip
+
     ticks = GazeTicks(rate=10.0)
+    for t in ([0.0, np.nan, 0.02], [np.inf, 1.0, 2.0], [0.0, 0.01, np.inf]):
+        with pytest.raises(TimestampOrderError, match="cols: the gaze channel's samples are not finite times"):
+            ticks.convert(cols(t), "cols")
+    samples = ticks.convert(cols([0.0, 0.01, 0.02], np.array([0.5, np.nan, 0.5])), "c")
+    assert samples.use.tolist() == [True, False, True]  # a position that is not finite takes no part
     assert np.isfinite(Ticks.concat([ticks.update(samples), ticks.flush()]).deg).all()
 
 

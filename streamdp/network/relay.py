@@ -304,10 +304,10 @@ class Relay:
                 if time.monotonic() - self._last_gaze >= self.heartbeat and not self._stop.is_set():
                     self._check_alive()
                     self._last_gaze = time.monotonic()
-                subscribers = self.subscribers()  # reads (un)subscriptions as they come
                 if time.monotonic() - last_status > self.status_interval:
+                    # (un)subscriptions read when they are told, not at every wake (the publisher reads them itself)
                     last_status = time.monotonic()
-                    status = self.session.publish_status(StatusEvent.RUNNING, subscribers)
+                    status = self.session.publish_status(StatusEvent.RUNNING, self.subscribers())
                     log.info("relay: %s", status)
         finally:
             self._disconnect()

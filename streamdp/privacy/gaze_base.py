@@ -103,6 +103,10 @@ def metric_calibration(epsilon: float) -> tuple[float, float] | None:
     return base * (1.0 + 2.0 * gamma / MIN_DISPLACEMENT) * _FLOAT_MARGIN, gamma
 
 
+#: up to this many ticks, positions are checked and clipped in Python
+_FEW_TICKS = 8
+
+
 #: ticks of noise drawn from the generator at a time: the draws follow the tick count (public), so a
 #: seeded stream gets the same noise however its ticks are batched
 NOISE_BLOCK = 64
@@ -111,7 +115,9 @@ NOISE_BLOCK = 64
 def pooled_laplace(rng: RandomSource, state: GazeState, key: str, t: float, count: int, width: int) -> _I64:
     """``count`` rows of ``width`` exact discrete Laplace integers of scale ``t`` (lattice units),
     taken from ``state``'s pool ``key``, refilled :data:`NOISE_BLOCK` ticks at a time."""
-    pool = state.pools.get(key, np.empty((0, width), dtype=np.int64))
+    pool = state.pools.get(key)
+    if pool is None:
+        pool = np.empty((0, width), dtype=np.int64)
     while pool.shape[0] < count:
         pool = np.concatenate([pool, discrete_laplace(rng, t, (NOISE_BLOCK, width))])
     state.pools[key] = pool[count:]
@@ -212,13 +218,23 @@ class GazeMechanism(BaseMechanism):
         arr = np.asarray(positions, dtype=np.float64)
         if arr.ndim != 2 or arr.shape[1] != 2:
             raise InputError(f"{self.name}: positions have shape {arr.shape}, expected (m, 2) degrees")
-        if not np.all(np.isfinite(arr)):
+        fx, fy = self.field
+        if arr.shape[0] <= _FEW_TICKS:
+            # a live wake's tick or two: Python's min and max pick the very floats NumPy's clip
+            # would, at a tenth of its per-call cost (anything not finite: refused below)
+            rows, moved, finite = arr.tolist(), 0, True
+            for tick, (x, y) in enumerate(rows):
+                finite = finite and math.isfinite(x) and math.isfinite(y)
+                rows[tick] = [min(max(x, -fx), fx), min(max(y, -fy), fy)]
+                moved += rows[tick] != [x, y]
+            if finite:
+                return np.array(rows, dtype=np.float64).reshape(arr.shape), moved / len(rows) if rows else 0.0
+        if not np.isfinite(arr).all():
             tick = int(np.argwhere(~np.isfinite(arr))[0, 0])
             raise InputError(f"{self.name}: position at tick {tick} is not finite (give the public centre (0, 0))")
-        fx, fy = self.field
         clipped = np.clip(arr, (-fx, -fy), (fx, fy))
         moved = int(np.count_nonzero(np.any(clipped != arr, axis=1)))
-        return clipped, moved / arr.shape[0] if arr.shape[0] else 0.0
+        return clipped, moved / arr.shape[0]
 
     def _check_state(self, state: object) -> GazeState:
         if not isinstance(state, GazeState):

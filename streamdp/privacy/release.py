@@ -221,7 +221,7 @@ class ReleaseMint:
             raise TypeError(f"names must be a tuple of str, got {names!r}")
         if tt.ndim != 1 or vv.shape != (len(tt), len(names)):
             raise ValueError(f"t must be (n,) and values (n, {len(names)}), got {tt.shape} and {vv.shape}")
-        if not (np.all(np.isfinite(tt)) and np.all(np.isfinite(vv))):
+        if not (np.isfinite(tt).all() and np.isfinite(vv).all()):
             raise ValueError("a release's times and values must all be finite")
         if isinstance(clipped_fraction, bool) or not isinstance(clipped_fraction, (int, float)):
             raise TypeError(f"clipped_fraction must be a number, got {clipped_fraction!r}")

@@ -226,6 +226,13 @@ class GazeDecoder:
         """Whether a blink datum arrived since the last :meth:`take`."""
         return self._had_blinks
 
+    def peek(self, start: int) -> GazeColumns:
+        """The gaze decoded since the last :meth:`take` from its row ``start`` on (arrival order),
+        left pending for the next :meth:`take` (the live gaze channel reads each burst as it comes)."""
+        rows = np.frombuffer(self._rows[6 * start :], dtype=np.float64).reshape(-1, 6)
+        t, x, y, conf, mm, px = (np.ascontiguousarray(c) for c in rows.T)
+        return GazeColumns(t, x, y, conf, mm, px, np.array(self._eye[start:], dtype=np.int8), np.ones(len(t), bool))
+
     def take(self) -> tuple[GazeColumns, BlinkEvents | None]:
         """The gaze decoded since the last call (arrival order) and the blinks finished since then
         (None when no blink datum arrived at all). A blink held for a later offset is final once

@@ -111,6 +111,12 @@ class AheadHold:
         """The latest time accepted without confirmation (-inf until two data or a shell's timer start the clock)."""
         return self.clock + self.ahead
 
+    @property
+    def settled(self) -> bool:
+        """Whether the clock runs and no datum waits to be confirmed: gaze within ``ahead`` s past the
+        clock and ``ahead + window`` s before the newest is accepted as it is."""
+        return not self._waiting and not len(self._held) and self.clock > -math.inf
+
     def advance(self, clock: float) -> None:
         """The source's clock reached ``clock`` (a shell's timer, or a new segment's gaze)."""
         if clock > self.clock:

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import TimestampOrderError
-from ..gaze import GazeBatch
+from ..gaze import GazeBatch, GazeColumns
 from ..kernels.geometry import norm_to_degrees
 from .base import Stage
 from .event_config import EventConfig
@@ -80,25 +80,16 @@ class Ticks:
 
 @dataclass(frozen=True, eq=False)
 class TickSamples:
-    """Time-ordered samples as the ticks read them: what of a :class:`~streamdp.gaze.GazeBatch`
-    a tick needs, without its validation of every column (the live channel's gaze was decoded
-    and checked once already; build it with :meth:`from_columns`).
-
-    Attributes
-    ----------
-    t, x, y, confidence : arrays of float, shape (n,)
-        Finite, non-decreasing times; normalized positions; confidence.
-    valid : array of bool, shape (n,)
-        Rows with a finite position that may take part.
-    source : str
-        Named in errors.
-    """
+    """Time-ordered samples as the ticks read them, converted once as they arrived
+    (:meth:`GazeTicks.convert`): times ``t`` (finite, non-decreasing), each row's tick ``k``,
+    whether it is usable (``use``) and its position in degrees (``dx``, ``dy``, read where usable);
+    ``source`` is named in errors. Raw: never leaves the device."""
 
     t: _F64
-    x: _F64
-    y: _F64
-    confidence: _F64
-    valid: NDArray[np.bool_]
+    k: NDArray[np.int64]
+    use: NDArray[np.bool_]
+    dx: _F64
+    dy: _F64
     source: str = "gaze"
 
     def __len__(self) -> int:
@@ -106,24 +97,7 @@ class TickSamples:
 
     def slice(self, start: int, stop: int) -> TickSamples:
         s = slice(start, stop)
-        return TickSamples(self.t[s], self.x[s], self.y[s], self.confidence[s], self.valid[s], self.source)
-
-    @classmethod
-    def from_columns(
-        cls, t: _F64, x: _F64, y: _F64, confidence: _F64, valid: NDArray[np.bool_], source: str
-    ) -> TickSamples:
-        """Columns in time order; a row without a finite position is not valid.
-
-        Raises
-        ------
-        TimestampOrderError
-            A time is not finite or the times decrease.
-        """
-        n = t.shape[0]
-        # sorted (NaN compares false) between two finite ends: all finite
-        if n and not (math.isfinite(t[0]) and math.isfinite(t[-1]) and (n == 1 or (t[1:] >= t[:-1]).all())):
-            raise TimestampOrderError(f"{source}: the gaze channel's samples are not finite times in order")
-        return cls(t, x, y, confidence, valid & np.isfinite(x) & np.isfinite(y), source)
+        return TickSamples(self.t[s], self.k[s], self.use[s], self.dx[s], self.dy[s], self.source)
 
 
 def _number(name: str, value: object) -> float:
@@ -317,8 +291,24 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         self._clock = clock
         return out
 
+    def convert(self, cols: GazeColumns, source: str) -> TickSamples:
+        """Decoded gaze (any order) as the ticks read it: each row's tick, whether it is usable
+        (valid, a finite position, ``confidence >= min_confidence``) and its position in degrees,
+        elementwise, so that converting a burst once gives the bits converting any part of it would.
+
+        Raises
+        ------
+        TimestampOrderError
+            A time is not finite.
+        """
+        t, x, y = cols.t, np.ascontiguousarray(cols.x), np.ascontiguousarray(cols.y)
+        if not np.isfinite(t).all():
+            raise TimestampOrderError(f"{source}: the gaze channel's samples are not finite times")
+        use = cols.valid & np.isfinite(x) & np.isfinite(y) & (cols.confidence >= self.min_confidence)
+        return TickSamples(t, self.tick_of(t), use, *norm_to_degrees(x, y, self.fov_deg), source)
+
     def _take(self, batch: GazeBatch | TickSamples) -> Ticks:
-        k = self.tick_of(batch.t)
+        k = batch.k if isinstance(batch, TickSamples) else self.tick_of(batch.t)
         if self._next is None:
             self._next = int(k[0])
             floor, jump = self._floor, self.jump
@@ -326,15 +316,23 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
                 self._next = floor  # near where the topic's ticks stopped: none repeats
         self._last_t = float(batch.t[-1])
         fresh = k >= self._next
-        self.late += int(np.count_nonzero(~fresh))
-        use = fresh & batch.valid & (batch.confidence >= self.min_confidence)
-        if use.any():
-            dx, dy = norm_to_degrees(batch.x[use], batch.y[use], self.fov_deg)
-            self._k.append(k[use])
-            self._x.append(dx)
-            self._y.append(dy)
+        if not (every := bool(fresh.all())):
+            self.late += int(np.count_nonzero(~fresh))
+        if isinstance(batch, TickSamples):  # converted as it arrived: picked, not converted again
+            use = batch.use if every else fresh & batch.use
+            if use.all():
+                self._hold_samples(k, batch.dx, batch.dy)
+            elif use.any():
+                self._hold_samples(k[use], batch.dx[use], batch.dy[use])
+        elif (use := fresh & batch.valid & (batch.confidence >= self.min_confidence)).any():
+            self._hold_samples(k[use], *norm_to_degrees(batch.x[use], batch.y[use], self.fov_deg))
         self._clock = max(self._clock, self._last_t)
         return self._emit_until(self.tick_at(self._clock))
+
+    def _hold_samples(self, k: NDArray[np.int64], dx: _F64, dy: _F64) -> None:
+        self._k.append(k)
+        self._x.append(dx)
+        self._y.append(dy)
 
     def advance(self, clock: float) -> Ticks:
         """No sample at or before ``clock`` remains to come: emit every tick before it (those
@@ -375,14 +373,21 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         deg = np.zeros((m, 2))
         has = np.zeros(m, dtype=bool)
         if self._k:
-            kk, xs, ys = np.concatenate(self._k), np.concatenate(self._x), np.concatenate(self._y)
+            kk, xs, ys = (
+                (self._k[0], self._x[0], self._y[0])
+                if len(self._k) == 1
+                else (np.concatenate(self._k), np.concatenate(self._x), np.concatenate(self._y))
+            )
             cut = int(np.searchsorted(kk, end, side="left"))
             if cut:
                 # each tick's own samples, summed apart (reduceat over the tick segments) and
                 # divided by their count: no running sum across ticks
-                first = np.flatnonzero(np.concatenate(([True], kk[1:cut] != kk[: cut - 1])))
-                count = np.diff(np.append(first, cut))
-                rows = kk[first] - start
+                if kk[0] == kk[cut - 1]:  # one tick's (a live wake's): one segment
+                    first, count, rows = np.zeros(1, dtype=np.intp), np.array([cut]), kk[:1] - start
+                else:
+                    first = np.flatnonzero(np.concatenate(([True], kk[1:cut] != kk[: cut - 1])))
+                    count = np.diff(np.append(first, cut))
+                    rows = kk[first] - start
                 deg[rows, 0] = np.add.reduceat(xs[:cut], first) / count
                 deg[rows, 1] = np.add.reduceat(ys[:cut], first) / count
                 has[rows] = True
