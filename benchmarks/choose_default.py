@@ -75,7 +75,8 @@ from streamdp.privacy.utility import mean_utility
 JUDGING_EPSILONS = tuple(round(52 * e, 2) for e in (0.48, 2.4, 4.8, 24.0, 48.0))
 #: the features every candidate is compared on: those the shipped task allocation releases (26);
 #: a candidate's own released set differs (Algorithm 1 releases all 52, pupil features included)
-COMMON = SessionConfig(weights="task").bounds_profile().released
+# every feature of the task allocation (at a lower ε it funds only the first few of them)
+COMMON = SessionConfig(weights="task", epsilon=DEFAULT_EPSILON_CEILING).bounds_profile().released
 
 
 def parse_candidate(text: str) -> tuple[str, str, dict[str, Any]]:
@@ -153,8 +154,9 @@ def run(args: argparse.Namespace) -> None:
                 if r["metric"] == "utility"
                 for metric in ("utility_released", "utility_common")
             ]
-        released = base.bounds_profile().released
         for point in grid if not fitted else ():
+            # the features released at the point's ε (the task allocation funds fewer at a low ε)
+            released = grid_config(base, mechanism, point.epsilon, point.chunk_length).bounds_profile().released
             for j in range(first, first + args.seeds):
                 parts = sanitize(recs, mechanism, point.epsilon, point.chunk_length, j * len(recs), base)
                 for metric, mask in (("utility_released", released), ("utility_common", COMMON)):
@@ -548,7 +550,8 @@ def shared(args: argparse.Namespace) -> None:
                 for j in range(args.seeds):
                     for name, mech, cfg in (("alg1", "dcfpa-bozkir", alg1), ("default", mechanism, default)):
                         parts = sanitize(recs, mech, e, n, j, cfg)
-                        per[name].append(released_utility(parts, ["-"], cfg.bounds_profile().released))
+                        released = grid_config(cfg, mech, e, n).bounds_profile().released  # at this ε
+                        per[name].append(released_utility(parts, ["-"], released))
                         per[name + "_common"].append(released_utility(parts, ["-"], COMMON))
                 d, b = np.asarray(per["default"]), np.asarray(per["alg1"])
                 dc, bc = np.asarray(per["default_common"]), np.asarray(per["alg1_common"])

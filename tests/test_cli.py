@@ -90,8 +90,8 @@ def test_demo_prints_sanitized_chunks_with_their_ledger(capsys):
     assert len(chunks) == 2
     first, second = lines[chunks[0] : chunks[1]], lines[chunks[1] :]
     assert first[0].endswith(
-        ", t 1056.0–1087.5 s (64 steps): ε 10 for this whole chunk (0.385 per feature × 26 features; 26 features "
-        "released as public constants)"
+        ", t 1056.0–1087.5 s (64 steps): ε 10 for this whole chunk (10 per feature × 1 feature; 51 features "
+        "released as public constants; allocation task@k=1 for ε 10)"
     )
     # the ledger as sentences a non-expert reads, once per release: what is protected, for which
     # unit, the total so far, what raw gaze costs, the noise's origin; then what stays local
@@ -102,11 +102,13 @@ def test_demo_prints_sanitized_chunks_with_their_ledger(capsys):
     assert "(ε 20 spent so far, with no cap)" in second[1]
     assert first[2].startswith("  raw gaze: one sample changes at most 2 chunks (ε ≤ 20)")
     assert first[3].startswith("  noise: reproducible, not private")
-    # the means are of released features: the task weights give fixation_rate, pupil_mean_mean, … no
-    # ε, so they are public constants (the same in every chunk) and not shown as if they were data
-    assert first[4].startswith("  noised means over the chunk: positive_saccade_rate ") and "=" not in first[4]
-    assert "/s, " in first[4] and "(noise can put a mean outside its range, even below 0; " in first[4]
-    assert first[4].endswith("; 26 public constants not shown: the task weights give them no ε)")
+    # the means are of released features: at ε 10 the task allocation funds one (task@k=1) and gives
+    # fixation_rate, pupil_mean_mean, … no ε, so they are public constants (the same in every chunk)
+    # and not shown as if they were data
+    means = first[4].split(" (")[0]  # no name=value pairs (the note names the task@k=1 allocation)
+    assert means.startswith("  noised means over the chunk: wordbook1_distinct ") and "=" not in means
+    assert "(noise can put a mean outside its range, even below 0; " in first[4]
+    assert first[4].endswith("; 51 public constants not shown: the task@k=1 weights give them no ε)")
     assert first[5] == "  on this device only: 0.0% of the values were clipped to the bounds"
     assert len(first) == len(second) == 6
 
@@ -120,10 +122,11 @@ def test_demo_shows_no_public_constant_as_a_mean(capsys):
     from streamdp.config import SessionConfig
     from streamdp.synthetic import generate
 
-    release = SessionConfig(seed=3).private_pipeline().run(generate(duration=100.0, seed=0).recording)[0]
+    # ε 200: the task allocation's 26 features (at the default ε 10 it funds one: one mean to show)
+    release = SessionConfig(seed=3, epsilon=200.0).private_pipeline().run(generate(duration=100.0, seed=0).recording)[0]
     constants = set(release.to_message()["ledger"]["dropped_features"])
     assert len(constants) == 26 and {"fixation_rate", "pupil_mean_mean", "blink_rate"} <= constants
-    assert main(["demo", "--offline", "--seed", "3", "--seconds", "150"]) == 0
+    assert main(["demo", "--offline", "--seed", "3", "--seconds", "150", "--epsilon", "200"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if "means over the chunk" in line]
     assert len(lines) == 2
     for line in lines:

@@ -84,7 +84,8 @@ def test_budget_reset_starts_a_ledger_only_when_asked(tmp_path, capsys):
 
 
 def test_demo_with_the_gaze_channel_counts_its_one_subscriber_once_and_says_what_a_step_is(capsys):
-    argv = ["demo", "--gaze-channel", "--seconds", "60", "--chunk-length", "16", "--seed", "2"]
+    # ε 200: the task allocation's 26 features (at the default ε 10 it funds one, which has no unit)
+    argv = ["demo", "--gaze-channel", "--seconds", "60", "--chunk-length", "16", "--seed", "2", "--epsilon", "200"]
     assert main(argv) == 0
     captured = capsys.readouterr()
     (summary,) = [line for line in captured.err.splitlines() if line.startswith("streamdp demo: ")][-1:]

@@ -57,6 +57,19 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _allocation_at(mechanism: Mapping[str, Any], total: float) -> str:
+    """``"; allocation task@k=1 for ε 10"`` when the weights are a shipped allocation taken at the
+    ε spent (it funds fewer features at a low ε), else empty.
+
+    Examples
+    --------
+    >>> _allocation_at({"weights": "task@k=1"}, 10.0), _allocation_at({"weights": "task"}, 200.0)
+    ('; allocation task@k=1 for ε 10', '')
+    """
+    name = mechanism.get("weights")
+    return f"; allocation {name} for ε {total:g}" if isinstance(name, str) and "@k=" in name else ""
+
+
 def _epsilon_split(led: Mapping[str, Any], features: int) -> str:
     """``ε 52 for the whole chunk (1 per feature × 52 features)``: the total first, the split
     when the ledger states it (a total-ε mechanism may state weights instead of one figure)."""
@@ -72,6 +85,7 @@ def _epsilon_split(led: Mapping[str, Any], features: int) -> str:
     )
     asked = led.get("epsilon_asked")
     capped = f", capped by the ceiling from the ε {float(asked):g} asked" if asked is not None else ""
+    split = split[:-1] + _allocation_at(led, total) + ")"  # the split's own parenthesis
     return f"ε {total:g} for this whole chunk{split}{capped}"
 
 
@@ -86,11 +100,14 @@ def describe_epsilon(mechanism: Mapping[str, Any]) -> str:
     'ε 10 per chunk (split by the task weights)'
     >>> describe_epsilon({"epsilon": 200.0, "epsilon_asked": 2496.0, "epsilon_per_feature": 200 / 52})
     'ε 200 per chunk (3.85 per feature; the ceiling of 200 spent, 2496 asked)'
+    >>> describe_epsilon({"epsilon": 10.0, "epsilon_per_feature": 10.0, "weights": "task@k=1"})
+    'ε 10 per chunk (10 per feature; allocation task@k=1 for ε 10)'
     """
     total = mechanism.get("epsilon", mechanism.get("epsilon_chunk"))
     per = mechanism.get("epsilon_per_feature")
     asked = mechanism.get("epsilon_asked")
     capped = f"; the ceiling of {float(total):g} spent, {float(asked):g} asked" if asked is not None else ""
+    capped = _allocation_at(mechanism, float(total)) + capped
     if isinstance(per, (int, float)) and not isinstance(per, bool):
         return f"ε {float(total):g} per chunk ({per:.3g} per feature{capped})"
     return f"ε {float(total):g} per chunk (split by the {mechanism.get('weights', 'profile')} weights{capped})"
@@ -205,7 +222,7 @@ def format_chunk(message: Mapping[str, Any]) -> str:
     >>> release = pipe.run(generate(duration=60.0, seed=1).recording)[0]
     >>> for line in format_chunk(release.to_message()).splitlines()[:4]:
     ...     print(line)
-    chunk 0: streamdp.features.dcfpa, t 1040.0–1055.5 s (32 steps): ε 10 for this whole chunk (0.385 per feature × 26 features; 26 features released as public constants)
+    chunk 0: streamdp.features.dcfpa, t 1040.0–1055.5 s (32 steps): ε 10 for this whole chunk (10 per feature × 1 feature; 51 features released as public constants; allocation task@k=1 for ε 10)
       protected: chunk unit — each chunk is protected on its own; over a longer stretch the ε of its chunks add up (ε 10 spent so far, with no cap)
       raw gaze: one sample changes at most 3 chunks (ε ≤ 30); one second of gaze at most 4 chunks (ε ≤ 40); a whole session is not bounded (each chunk adds ε 10)
       noise: reproducible, not private — drawn from a seeded generator: whoever knows the seed removes it (tests and research only)

@@ -25,6 +25,7 @@ from ..privacy.bounds import WEIGHTS_PROFILES
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS
 from ..privacy.mechanisms import MECHANISMS
 from ..privacy.mechanisms.validation import check_chunk_length
+from ..privacy.shipped_weights import is_shipped
 from ..privacy.weights_file import WeightsTable
 from ..schedule_defaults import (
     DEFAULT_CHUNK_REORDER_WINDOW,
@@ -351,7 +352,7 @@ def _weights(value: object) -> str:
         except InputError as exc:
             hint = f" (weights: {said})" if "no such weights file" in str(exc) else ""
             raise InputError(f"weights: {exc}{hint}") from None
-    if table.allocation in WEIGHTS_PROFILES:
+    if is_shipped(table.allocation):
         raise InputError(
             f"weights: {value}: its name {table.allocation!r} is a shipped allocation's, which ledgers would "
             "confuse with it: give the file another \"name\""

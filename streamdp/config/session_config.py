@@ -65,8 +65,8 @@ class SessionConfig(ConfigFiles):
     --------
     >>> cfg = SessionConfig(mechanism="dcfpa", epsilon=2.0, chunk_length=32)
     >>> d = cfg.mechanism_instance().describe()
-    >>> d["epsilon"], round(d["epsilon_per_feature"], 4), cfg.event_config().fov_deg
-    (2.0, 0.0769, (99.0, 53.0))
+    >>> d["epsilon"], d["weights"], d["epsilon_per_feature"], cfg.event_config().fov_deg  # ε 2: one feature
+    (2.0, 'task@k=1', 2.0, (99.0, 53.0))
     >>> SessionConfig(mechanism="lpa", k=3).check()
     Traceback (most recent call last):
     ...
@@ -155,8 +155,24 @@ class SessionConfig(ConfigFiles):
     def bounds_profile(self) -> BoundsProfile:
         """The bounds (the shipped profile or the configured file) with the configured weights: a
         shipped allocation, or a weights file's (as read when the configuration was made); a
-        bounds file's own per-feature weights are kept when ``weights`` is the default."""
-        return _bounds(self.bounds, self.signal, self.weights)
+        bounds file's own per-feature weights are kept when ``weights`` is the default.
+
+        On the shipped profile, the shipped ``task`` allocation is taken at the total ε a chunk
+        spends (after the ceiling; :func:`~streamdp.privacy.shipped_weights.resolve_weights`): it
+        funds fewer features at a low ε, named ``task@k=K`` in the ledger. ε stated per feature
+        funds every feature of it.
+
+        Examples
+        --------
+        >>> SessionConfig(epsilon=2496.0).bounds_profile().weights_name  # spends the ceiling, 200
+        'task'
+        >>> SessionConfig(epsilon=10.0).bounds_profile().weights_name.startswith("task@k=")
+        True
+        """
+        spent = None if self.epsilon_per_feature is not None else _spending(self)[0]["epsilon"]
+        if spent is not None and not 0 < spent < math.inf:
+            spent = None  # an ε the mechanism refuses, in its own words, when it is built
+        return _bounds(self.bounds, self.signal, self.weights, spent)
 
     def mechanism_params(self) -> dict[str, Any]:
         """The mechanism parameters a user set: the others keep the mechanism's defaults, and a
@@ -284,7 +300,7 @@ def _seed(seed: object) -> int:
 
 
 @lru_cache(maxsize=16)
-def _bounds(path: str | None, signal: str, weights: str) -> BoundsProfile:
+def _bounds(path: str | None, signal: str, weights: str, spent: float | None) -> BoundsProfile:
     if isinstance(weights, WeightsTable):  # a weights file's, read when the configuration was made
         if path:
             profile = BoundsProfile.load(path)
@@ -292,7 +308,8 @@ def _bounds(path: str | None, signal: str, weights: str) -> BoundsProfile:
             profile = default_profile() if signal == DEFAULT_SIGNAL else SIGNALS[signal].bounds_profile()
         return profile.with_weights(weights.mapping(), weights.allocation)
     if not path and signal == DEFAULT_SIGNAL:
-        return default_profile(weights)
+        # the count of funded features was chosen for the shipped bounds only
+        return default_profile(weights, epsilon=spent)
     profile = BoundsProfile.load(path) if path else SIGNALS[signal].bounds_profile()
     if path and weights == DEFAULT_WEIGHTS:
         return profile  # a profile file's own weights

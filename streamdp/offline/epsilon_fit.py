@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from ..errors import InputError
 from ..privacy.allocation import WITHIN_FLOOR, separability, split_weights, usefulness
 
-__all__ = ["INNER_FOLDS", "K_CANDIDATES", "EpsilonFit", "fit_for_epsilon", "inner_folds", "ranked"]
+__all__ = ["INNER_FOLDS", "K_CANDIDATES", "EpsilonFit", "fit_for_epsilon", "inner_folds", "inner_scores", "ranked"]
 
 _F64 = NDArray[np.float64]
 
@@ -130,10 +130,10 @@ def ranked(z: _F64, task: Sequence[str], protect: Sequence[str] | None, unit_noi
     return u, order[u[order] > 0]
 
 
-def _weights(u: _F64, unit_noise: _F64, order: NDArray[np.intp], k: int) -> _F64:
+def _weights(u: _F64, unit_noise: _F64, order: NDArray[np.intp], k: int, *, equal: bool = False) -> _F64:
     keep = np.zeros(u.size)
     keep[order[:k]] = 1.0
-    return split_weights(u * keep, unit_noise)
+    return keep / k if equal else split_weights(u * keep, unit_noise)
 
 
 def _accuracy(train: tuple[_F64, NDArray[Any]], test: tuple[_F64, NDArray[Any]]) -> float:
@@ -145,6 +145,53 @@ def _accuracy(train: tuple[_F64, NDArray[Any]], test: tuple[_F64, NDArray[Any]])
     var = np.maximum(np.mean((x - means[np.searchsorted(classes, y)]) ** 2, axis=0), WITHIN_FLOOR)
     d = (((xt[:, None, :] - means[None, :, :]) ** 2) / var).sum(axis=2)
     return float(np.mean(classes[np.argmin(d, axis=1)] == yt))
+
+
+def inner_scores(
+    z: _F64,
+    rec: NDArray[np.intp],
+    y: NDArray[Any],
+    py: NDArray[Any] | None,
+    groups: Sequence[str],
+    *,
+    unit_noise: _F64,
+    epsilon: float,
+    ks: Sequence[int],
+    among: NDArray[np.bool_] | None = None,
+    equal: bool = False,
+) -> tuple[dict[int, list[float]], list[float], list[tuple[tuple[int, ...], tuple[int, ...]]]]:
+    """Each candidate count's accuracy in each inner fold (see the module docstring), the folds'
+    chance and their splits.
+
+    ``z``: every row scaled to [0, 1]; ``rec``, ``y``, ``py``: each row's recording, task and
+    protected class; ``groups``: each recording's group. ``among`` (default: every feature) limits
+    the features that may be funded; ``equal`` gives the funded features equal weights (a shipped
+    allocation's form) instead of the closed-form split. A fold whose training rows hold one task
+    class or no useful feature is skipped.
+    """
+    rng = np.random.default_rng(NOISE_SEED)
+    draws = rng.standard_normal(z.shape)
+    got: dict[int, list[float]] = {k: [] for k in ks}
+    chance: list[float] = []
+    splits = []
+    for train, test in inner_folds(groups):
+        tr, te = np.isin(rec, train), np.isin(rec, test)
+        if len(set(y[tr].tolist())) < 2:
+            continue
+        u, order = ranked(z[tr], list(y[tr]), None if py is None else list(py[tr]), unit_noise, epsilon)
+        if among is not None:
+            order = order[among[order]]
+        if order.size == 0:
+            continue
+        splits.append((tuple(int(i) for i in train), tuple(int(i) for i in test)))
+        values, counts = np.unique(y[tr], return_counts=True)
+        chance.append(float(np.mean(y[te] == values[np.argmax(counts)])))
+        for k in ks:
+            w = _weights(u, unit_noise, order, min(k, order.size), equal=equal)
+            cols = np.flatnonzero(w > 0)
+            noisy = z[:, cols] + draws[:, cols] * np.sqrt(unit_noise[cols]) / (epsilon * w[cols])
+            got[k].append(_accuracy((noisy[tr], y[tr]), (noisy[te], y[te])))
+    return got, chance, splits
 
 
 def fit_for_epsilon(
@@ -191,27 +238,8 @@ def fit_for_epsilon(
     rec = np.repeat(np.arange(len(z_blocks)), steps)
     y = np.repeat(np.asarray(task), steps)
     py = None if protect is None else np.repeat(np.asarray(protect), steps)
-    rng = np.random.default_rng(NOISE_SEED)
-    draws = rng.standard_normal(z.shape)
     ks = [k for k in K_CANDIDATES if k < z.shape[1]] + [z.shape[1]]
-    got: dict[int, list[float]] = {k: [] for k in ks}
-    chance: list[float] = []
-    splits = []
-    for train, test in inner_folds(groups):
-        tr, te = np.isin(rec, train), np.isin(rec, test)
-        if len(set(y[tr].tolist())) < 2:
-            continue
-        u, order = ranked(z[tr], list(y[tr]), None if py is None else list(py[tr]), unit_noise, epsilon)
-        if order.size == 0:
-            continue
-        splits.append((tuple(int(i) for i in train), tuple(int(i) for i in test)))
-        values, counts = np.unique(y[tr], return_counts=True)
-        chance.append(float(np.mean(y[te] == values[np.argmax(counts)])))
-        for k in ks:
-            w = _weights(u, unit_noise, order, min(k, order.size))
-            cols = np.flatnonzero(w > 0)
-            noisy = z[:, cols] + draws[:, cols] * np.sqrt(unit_noise[cols]) / (epsilon * w[cols])
-            got[k].append(_accuracy((noisy[tr], y[tr]), (noisy[te], y[te])))
+    got, chance, splits = inner_scores(z, rec, y, py, groups, unit_noise=unit_noise, epsilon=epsilon, ks=ks)
     if not splits:
         raise InputError("no inner fold has two task classes and a useful feature among its training recordings")
     means = {k: float(np.mean(v)) for k, v in got.items()}

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..privacy.bounds import WEIGHTS_PROFILES, BoundsProfile, default_profile
+from ..privacy.bounds import BoundsProfile, default_profile
 from ..privacy.mechanisms import LPA, FourierPerturbation, make_mechanism
+from ..privacy.shipped_weights import is_shipped
 
 _F64 = NDArray[np.float64]
 
@@ -87,7 +88,7 @@ def resolve_bounds(ledger: Mapping[str, Any], bounds: object) -> BoundsProfile:
     """
     if bounds is None:
         weights = _param(ledger, "weights")
-        if weights not in WEIGHTS_PROFILES:
+        if not is_shipped(weights):  # task@k=K too: the shipped split at an ε
             raise ValueError(
                 f"bounds: the ledger's weights {weights!r} are not shipped; pass the BoundsProfile it was released "
                 "with (for a weights file: SessionConfig(weights=FILE).bounds_profile())"

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from ..errors import InputError
 from ..schema import FEATURE_NAMES, N_FEATURES
+from .shipped_weights import WEIGHTS_PROFILES, resolve_weights, weights_profile
 from .weights_file import weights_digest
 
 #: (feature, lo, hi, r, why): the default profile, one documented line per feature
@@ -317,41 +318,25 @@ class BoundsProfile:
         return cls.from_mapping(data, str(p))
 
 
-#: the named allocations of ε over features shipped in ``streamdp/data/weights_<name>.json``
-WEIGHTS_PROFILES = ("equal", "task")
-
-
-def weights_profile(name: str) -> dict[str, float]:
-    """The shipped weights ``name`` of :data:`WEIGHTS_PROFILES`, feature → weight (see each file's
-    ``"why"``: chosen on public synthetic data only).
+def default_profile(weights: str = "equal", *, epsilon: float | None = None) -> BoundsProfile:
+    """The shipped profile (see :data:`DEFAULT_BOUNDS` for each line's reasoning), with the shipped
+    allocation ``weights`` (:func:`weights_profile`; default an equal split) at a total ε per chunk of
+    ``epsilon`` (:func:`~streamdp.privacy.shipped_weights.resolve_weights`: ``"task"`` funds fewer
+    features at a low ε, and is then named ``task@k=K``; None: every feature it funds).
 
     Raises
     ------
+    TypeError
+        ``epsilon`` is neither a number nor None.
     ValueError
-        ``name`` is not a shipped allocation.
+        ``weights`` is not a shipped allocation; ``epsilon`` not > 0.
 
     Examples
     --------
-    >>> w = weights_profile("task")
-    >>> sorted(w)[:1], all(v >= 0 for v in w.values())
-    (['blink_duration_mean'], True)
-    """
-    if name not in WEIGHTS_PROFILES:
-        raise ValueError(f"weights must be one of {', '.join(WEIGHTS_PROFILES)}, got {name!r}")
-    if name == "equal":
-        return dict.fromkeys(FEATURE_NAMES, 1.0)
-    data = json.loads((Path(__file__).parent.parent / "data" / f"weights_{name}.json").read_text())
-    return {str(k): float(v) for k, v in data["weights"].items()}
-
-
-def default_profile(weights: str = "equal") -> BoundsProfile:
-    """The shipped profile (see :data:`DEFAULT_BOUNDS` for each line's reasoning), with the shipped
-    allocation ``weights`` (:func:`weights_profile`; default an equal split).
-
-    Raises
-    ------
-    ValueError
-        ``weights`` is not a shipped allocation.
+    >>> default_profile("task", epsilon=200.0).weights_name, int(default_profile("task").released.sum())
+    ('task', 26)
+    >>> bool(default_profile("task", epsilon=10.0).released.sum() < 26)
+    True
     """
     names = tuple(b[0] for b in DEFAULT_BOUNDS)
     assert names == FEATURE_NAMES
@@ -362,4 +347,9 @@ def default_profile(weights: str = "equal") -> BoundsProfile:
         FEATURE_NAMES,
         "default",
     )
-    return profile if weights == "equal" else profile.with_weights(weights_profile(weights), weights)
+    if weights == "equal":
+        return profile
+    if epsilon is not None and weights in WEIGHTS_PROFILES:
+        name, mapping = resolve_weights(weights, epsilon)
+        return profile.with_weights(mapping, name)
+    return profile.with_weights(weights_profile(weights), weights)
