@@ -214,13 +214,13 @@ def test_evaluate_refuses_baselines_that_are_not_a_bool():
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory):
-    """``streamdp evaluate`` on 2 synthetic people, dcfpa at ε 25 and 400 a chunk (400: capped at 200),
-    n = 8, 2 seeds, its printed output and the folder."""
+    """``streamdp evaluate`` on 2 synthetic people, dcfpa at ε 10, 25 and 400 a chunk (400: capped at
+    200), n = 8, 2 seeds, its printed output and the folder."""
     pytest.importorskip("sklearn")
     pytest.importorskip("matplotlib")
     out = tmp_path_factory.mktemp("frontier") / "eval"
-    argv = ["evaluate", "--people", "2", "--seconds", "100", "--mechanisms", "dcfpa", "--epsilons", "25", "400",
-            "--chunk-lengths", "8", "--seeds", "2", "--workers", "1", "--out", str(out)]  # fmt: skip
+    argv = ["evaluate", "--people", "2", "--seconds", "100", "--mechanisms", "dcfpa", "--epsilons", "10", "25",
+            "400", "--chunk-lengths", "8", "--seeds", "2", "--workers", "1", "--out", str(out)]  # fmt: skip
     capture = pytest.MonkeyPatch()  # capsys is per test: the printed tables are read here
     printed = io.StringIO()
     capture.setattr(sys, "stdout", printed)
@@ -241,7 +241,10 @@ def test_evaluate_writes_the_frontier_with_the_three_references(evaluated):
     points = _read(out / "frontier.csv")
     assert {p["mechanism"] for p in points} == {"none", "dcfpa", ALG1, FLOOR}
     assert {(p["mechanism"], float(p["epsilon"])) for p in points if p["mechanism"] in ("dcfpa", ALG1)} == {
-        ("dcfpa", 25.0), ("dcfpa", 400.0), (ALG1, 25.0), (ALG1, 400.0)}  # fmt: skip
+        ("dcfpa", 10.0), ("dcfpa", 25.0), ("dcfpa", 400.0), (ALG1, 10.0), (ALG1, 25.0), (ALG1, 400.0)}  # fmt: skip
+    # the shipped allocation as it ran at each ε: concentrated below 50
+    named = {float(p["epsilon"]): p["allocation"] for p in points if p["mechanism"] == "dcfpa"}
+    assert named == {10.0: "task@k=1", 25.0: "task@k=1", 400.0: "task"}
     spent = {(p["mechanism"], float(p["epsilon"])): float(p["epsilon_chunk"]) for p in points}
     assert spent["dcfpa", 400.0] == 200.0 and spent[ALG1, 400.0] == 400.0  # Algorithm 1 has no ceiling
     assert all(p["seeds"] == "2" and np.isfinite(float(p["task_se"])) for p in points)
@@ -270,7 +273,8 @@ def test_the_references_rows_are_beside_the_results_which_stay_those_of_the_grid
     assert {r["mechanism"] for r in results} == {"none", "dcfpa"}
     baselines = _read(out / "baselines.csv")
     assert list(baselines[0]) == list(results[0])
-    assert {(r["mechanism"], r["epsilon"]) for r in baselines} == {(ALG1, "25.0"), (ALG1, "400.0"), (FLOOR, "0.5")}
+    expected = {(ALG1, "10.0"), (ALG1, "25.0"), (ALG1, "400.0"), (FLOOR, "0.5")}
+    assert {(r["mechanism"], r["epsilon"]) for r in baselines} == expected
     assert {r["seed"] for r in baselines} == {"0", "1"}
     # the floor releases no signal: its utility is an order of magnitude and more below Algorithm 1's at ε 25
     utility = {m: np.mean([float(r["value"]) for r in baselines if r["metric"] == "utility" and r["mechanism"] == m

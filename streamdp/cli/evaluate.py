@@ -343,9 +343,18 @@ def _frontier(rows: list[dict[str, Any]], config: SessionConfig) -> Any:
     """The trade-off's curve of ``rows`` (:func:`streamdp.offline.frontier.frontier`), the
     streaming mechanisms' allocation named as the configuration's weights name it."""
     from ..offline.frontier import frontier
+    from ..offline.grid import grid_config
 
     weights = config.weights
-    return frontier(rows, allocation=str(getattr(weights, "allocation", weights)))
+
+    def named(row: dict[str, Any]) -> dict[str, Any]:
+        # the shipped allocation depends on the ε a chunk spends (task@k=K below it): named per point
+        if "weights" in row or row["mechanism"] not in MECHANISMS or not isinstance(weights, str):
+            return row
+        at = grid_config(config, row["mechanism"], float(row["epsilon"]), int(row["chunk_length"]))
+        return {**row, "weights": at.bounds_profile().weights_name}
+
+    return frontier([named(r) for r in rows], allocation=str(getattr(weights, "allocation", weights)))
 
 
 def _write_frontier(curve: Any, references: list[dict[str, Any]], out_dir: Path) -> list[Path]:
