@@ -27,8 +27,12 @@ def read_lines(fd: int, want: int, timeout: float) -> list[str]:
 
 
 def first_lines_then_kill(argv: list[str], want: int, timeout: float = 30.0) -> list[str]:
-    """The first ``want`` lines ``streamdp argv`` writes to stderr; then the process is killed
-    (long work is announced before it starts: the test needs the announcement, not the work)."""
+    """The first ``want`` lines ``streamdp argv`` writes to stderr; then the process is ended
+    (long work is announced before it starts: the test needs the announcement, not the work).
+
+    It is ended as a user would, with SIGTERM, and waited for: on a loaded machine it may already
+    have begun the work (its staging folder made) when the signal lands, and a command ended at any
+    moment must leave nothing behind. SIGKILL only when it has not exited 30 s later."""
     with subprocess.Popen(
         [sys.executable, "-m", "streamdp.cli", *argv],
         stdout=subprocess.DEVNULL,
@@ -39,4 +43,8 @@ def first_lines_then_kill(argv: list[str], want: int, timeout: float = 30.0) -> 
             assert proc.stderr is not None
             return read_lines(proc.stderr.fileno(), want, timeout)
         finally:
-            proc.kill()
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
