@@ -48,18 +48,27 @@ def start_plugin(capture: RealCapture, **settings: Any) -> None:
     capture.remote.notify({"subject": "start_plugin", "name": "StreamDP", "args": {**args, **settings}})
 
 
-def start_relay(capture: RealCapture, log: Path, *options: str) -> subprocess.Popen[bytes]:
-    """The relay, its log written to the file ``log``: a pipe nobody reads for ten minutes would
-    block the relay once full, and the log is what says why a restart happened."""
-    with log.open("wb") as out:
-        return subprocess.Popen(
+def start_relay(capture: RealCapture, *options: str, log: Path | None = None) -> subprocess.Popen[bytes]:
+    """The relay, its log written to the file ``log`` (default: ``relay.log`` beside Capture's
+    console log): a pipe nobody reads for ten minutes would block the relay once full, and the log
+    is what says why a restart happened. :func:`stop_relay` reads it back."""
+    path = log if log is not None else capture.console.with_name("relay.log")
+    with path.open("wb") as out:
+        relay = subprocess.Popen(
             [sys.executable, "-m", "streamdp.cli", "relay", "--remote", capture.address, "--bind", RELAY[0],
              "--status-bind", RELAY[1], "--status-interval", "5", "--chunk-length", str(CHUNK_LENGTH), *options],
             stderr=out, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
         )  # fmt: skip
+    _LOGS[relay.pid] = path
+    return relay
 
 
-def stop_relay(relay: subprocess.Popen[bytes], log: Path) -> str:
+#: each relay's log file, by process id
+_LOGS: dict[int, Path] = {}
+
+
+def stop_relay(relay: subprocess.Popen[bytes]) -> str:
+    """Ends the relay (SIGINT, as Ctrl-C) and gives its log."""
     relay.send_signal(signal.SIGINT)
     try:
         relay.wait(timeout=30)
@@ -68,7 +77,7 @@ def stop_relay(relay: subprocess.Popen[bytes], log: Path) -> str:
         relay.kill()
         relay.wait()
         note = "\n(killed: did not stop within 30 s)"
-    return log.read_text(errors="replace") + note
+    return _LOGS.pop(relay.pid).read_text(errors="replace") + note
 
 
 def restart_lines(log: str) -> list[str]:
@@ -123,8 +132,7 @@ def test_the_relay_and_the_plugin_keep_releasing_while_the_eye_processes_lag(cap
     assert capture.remote is not None
     # both sides and the counter listen before the first frame: each sees every gaze datum
     start_plugin(capture)
-    log = tmp_path / "relay.log"
-    relay = start_relay(capture, log)
+    relay = start_relay(capture, log=tmp_path / "relay.log")
     apps = {"relay": StreamdpListener(*RELAY, capture.context), "plugin": StreamdpListener(*PLUGIN, capture.context)}
     counter = capture.count_gaze()
     try:
@@ -141,7 +149,7 @@ def test_the_relay_and_the_plugin_keep_releasing_while_the_eye_processes_lag(cap
         statuses = {name: app.last_status for name, app in apps.items()}
     finally:
         seen = counter.stop()
-        err = stop_relay(relay, log)
+        err = stop_relay(relay)
         for app in apps.values():
             app.stop()
     pupils = {eye: seen.topics[f"pupil.{eye}.3d"] / (MINUTES * 60) for eye in (0, 1)}
