@@ -346,13 +346,15 @@ def _frontier(rows: list[dict[str, Any]], config: SessionConfig) -> Any:
     from ..offline.grid import grid_config
 
     weights = config.weights
+    # the shipped allocation depends on the ε a chunk spends (task@k=K below it): named once per
+    # grid point, not per row (a point has a row per seed, metric and classifier)
+    points = {(r["mechanism"], float(r["epsilon"]), int(r["chunk_length"])) for r in rows
+              if "weights" not in r and r["mechanism"] in MECHANISMS and isinstance(weights, str)}  # fmt: skip
+    names = {p: grid_config(config, *p).bounds_profile().weights_name for p in points}
 
     def named(row: dict[str, Any]) -> dict[str, Any]:
-        # the shipped allocation depends on the ε a chunk spends (task@k=K below it): named per point
-        if "weights" in row or row["mechanism"] not in MECHANISMS or not isinstance(weights, str):
-            return row
-        at = grid_config(config, row["mechanism"], float(row["epsilon"]), int(row["chunk_length"]))
-        return {**row, "weights": at.bounds_profile().weights_name}
+        point = (row["mechanism"], float(row["epsilon"]), int(row["chunk_length"]))
+        return {**row, "weights": names[point]} if "weights" not in row and point in names else row
 
     return frontier([named(r) for r in rows], allocation=str(getattr(weights, "allocation", weights)))
 
