@@ -3,12 +3,17 @@ the source's blink events (:class:`PipelineInput`)."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from .config import SessionConfig
 from .errors import InputError
 from .gaze import BlinkEvents, DiameterUnit, GazeBatch, GazeColumns, Recording, choose_diameter_unit
+from .plausibility import columns_within_bounds
 from .pupil_wire import GazeDecoder
+
+log = logging.getLogger(__name__)
 
 __all__ = ["PipelineInput"]
 
@@ -38,6 +43,7 @@ class PipelineInput:
         self._configured: DiameterUnit | None = None if config.diameter_unit == "auto" else config.diameter_unit  # type: ignore[assignment]
         self.source = source
         self.decoder = decoder
+        self._told = False  # whether live gaze beyond the plausibility bounds was logged
         self.reset()
 
     def reset(self) -> None:
@@ -67,6 +73,18 @@ class PipelineInput:
         batch = cols.to_batch(self.unit or "none", self.source)
         self._blinks = []
         return batch, blinks
+
+    def within_bounds(self, cols: GazeColumns, *, count: bool = True) -> tuple[GazeColumns, int]:
+        """Live ``cols`` held to the per-sample plausibility bounds, as a replay of the recording
+        would hold them (:func:`~streamdp.plausibility.columns_within_bounds`), and how many positions
+        that made invalid. What is left out is logged the first time it is ``count``-ed."""
+        kept, left_out = columns_within_bounds(cols)
+        if not count:
+            return kept, 0
+        if (left_out.positions or left_out.diameters) and not self._told:
+            self._told = True
+            log.warning("%s: %s (further ones are counted, not logged)", self.source, left_out.describe())
+        return kept, left_out.positions
 
     def unit_for(self, cols: GazeColumns) -> DiameterUnit | None:
         """The stream's unit, else the one it would take from the detector or ``cols`` (None

@@ -18,7 +18,8 @@ anyone's gaze but that the sample was no gaze:
 
 :func:`implausible` is the pure NumPy test; :func:`within_bounds` applies it to a
 :class:`~streamdp.gaze.GazeBatch` and counts what it left out (:class:`Implausible`), for the
-command's one-line summary. Readers and commands call it; the live decoder does not.
+command's one-line summary. Readers and commands call it; a live session holds its decoded gaze to the
+per-sample bounds with :func:`columns_within_bounds` (the same gaze, live or replayed, is the same input).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
-from .gaze import GazeBatch
+from .gaze import GazeBatch, GazeColumns
 
 __all__ = [
     "DIAMETER_RANGE",
@@ -36,7 +37,10 @@ __all__ = [
     "MAX_SAMPLES_PER_SECOND",
     "MAX_SCENE_WIDTHS",
     "Implausible",
+    "columns_within_bounds",
     "implausible",
+    "implausible_diameter",
+    "implausible_position",
     "share",
     "within_bounds",
 ]
@@ -70,11 +74,8 @@ def implausible(
     >>> pos.tolist(), time.tolist(), dia.tolist()
     ([False, True, False, False], [False, False, False, True], [False, False, True, False])
     """
-    with np.errstate(invalid="ignore"):
-        position = (np.abs(x - 0.5) > MAX_SCENE_WIDTHS) | (np.abs(y - 0.5) > MAX_SCENE_WIDTHS)
-        low, high = DIAMETER_RANGE.get(diameter_unit, (-np.inf, np.inf))
-        dia = np.isfinite(diameter) & ((diameter <= low) | (diameter > high))
-        dia |= np.isinf(diameter)
+    position = implausible_position(x, y)
+    dia = implausible_diameter(diameter, diameter_unit)
     time = np.zeros(t.shape, dtype=bool)
     if t.size:
         second = np.floor(t)
@@ -88,6 +89,51 @@ def implausible(
         outside[cuts[longest] : cuts[longest + 1]] = False
         time |= outside
     return position, time, dia
+
+
+def implausible_position(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Which positions lie beyond :data:`MAX_SCENE_WIDTHS` of the scene's centre (NaN: none)."""
+    with np.errstate(invalid="ignore"):
+        return (np.abs(x - 0.5) > MAX_SCENE_WIDTHS) | (np.abs(y - 0.5) > MAX_SCENE_WIDTHS)
+
+
+def implausible_diameter(diameter: NDArray[np.float64], diameter_unit: str) -> NDArray[np.bool_]:
+    """Which diameters lie beyond :data:`DIAMETER_RANGE` of ``diameter_unit`` (NaN: none)."""
+    low, high = DIAMETER_RANGE.get(diameter_unit, (-np.inf, np.inf))
+    with np.errstate(invalid="ignore"):
+        return (np.isfinite(diameter) & ((diameter <= low) | (diameter > high))) | np.isinf(diameter)
+
+
+def columns_within_bounds(cols: GazeColumns) -> tuple[GazeColumns, Implausible]:
+    """Live gaze, decoded and not yet ordered, held to the per-sample bounds as :func:`within_bounds`
+    holds a recording: a position beyond them makes its sample invalid (no position), a diameter
+    beyond them (in either unit's column) becomes unknown. The time bounds are a recording's (a live
+    stream's clock is followed by the session's restart and leap checks). Gaze within the bounds is
+    returned as it is; what was left out is counted (``times`` 0).
+
+    Examples
+    --------
+    >>> from streamdp.gaze import GazeBatch
+    >>> cols = GazeColumns.from_batch(GazeBatch.from_arrays(t=[0.0, 0.01], x=[0.5, 6.2], y=[0.5, 13.1]))
+    >>> kept, what = columns_within_bounds(cols)
+    >>> kept.valid.tolist(), what.positions
+    ([True, False], 1)
+    """
+    position = implausible_position(cols.x, cols.y) & cols.valid
+    mm = implausible_diameter(cols.diameter_mm, "mm")
+    px = implausible_diameter(cols.diameter_px, "px")
+    count = Implausible(len(cols), int(np.count_nonzero(position)), 0, int(np.count_nonzero(mm | px)))
+    if not (count.positions or count.diameters):
+        return cols, count
+    kept = replace(
+        cols,
+        x=np.where(position, np.nan, cols.x),
+        y=np.where(position, np.nan, cols.y),
+        diameter_mm=np.where(mm, np.nan, cols.diameter_mm),
+        diameter_px=np.where(px, np.nan, cols.diameter_px),
+        valid=cols.valid & ~position,
+    )
+    return kept, count
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,8 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
             self._input.add_blinks(blinks)
             return self._feed(item)
         out: list[PrivateRelease] = []
+        item, implausible = self._input.within_bounds(item)  # positions beyond the bounds: invalid, as replayed
+        self.counters.invalid += implausible
         clock, item = self._ahead.clock, self._ahead.update(item, self._order.floor)
         self.counters.invalid += self._ahead.take_dropped()
         k = self._ahead.went_back  # two data agree: the clock went back (the source restarted)
@@ -298,7 +300,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         if leap or not ahead.settled or dec.pending_oldest < max(ahead.newest, dec.pending_newest) - ahead.behind:
             return False
         if self.gaze is not None and dec.pending > self._read and not self.exhausted:
-            self.gaze.receive(dec.peek(self._read))
+            self.gaze.receive(self._input.within_bounds(dec.peek(self._read), count=False)[0])  # counted when taken
         self._read = dec.pending
         return True
 

@@ -39,6 +39,9 @@ class SessionCounters:
 
     received: int = 0
     malformed: int = 0
+    #: datums with a missing, mistyped or non-finite field or a lone stray timestamp (dropped), and
+    #: live positions beyond the public plausibility bounds (:mod:`streamdp.plausibility`: kept without a
+    #: position, as a replay of the recording keeps them)
     invalid: int = 0
     late: int = 0
     #: messages a live shell discarded undecoded because it fell behind (a flood)

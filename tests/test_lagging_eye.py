@@ -13,11 +13,14 @@ clock, as the plugin does (``advance_to`` once a deadline has passed).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from streamdp.config import SessionConfig
 from streamdp.gaze import GazeColumns
+from streamdp.plausibility import within_bounds
 from streamdp.session import Session
 from streamdp.sinks import CollectingSink
 from streamdp.synthetic import generate
@@ -113,3 +116,26 @@ def test_gaze_later_than_the_chunk_window_is_counted_late_by_name_and_restarts_n
     assert 0 < counters.late < 0.1 * len(cols)
     assert session.status().late == counters.late
     assert len(releases) >= 6
+
+
+def test_gaze_beyond_the_plausibility_bounds_is_invalid_live_as_in_the_replayed_recording(stream):
+    # the real Capture's binocular mapper, with an eye lagging, published gaze at (6.2, 13.1) with
+    # confidence 1.0; a replay of the recording holds it to the public bounds (invalid), and so
+    # must the live session, or the same gaze makes other chunks live than replayed
+    cols, arrival = stream
+    wild = np.flatnonzero(cols.valid & (cols.t > cols.t[0] + 30.0))[:: 2000][:5]
+    x, y, conf = cols.x.copy(), cols.y.copy(), cols.confidence.copy()
+    x[wild], y[wild], conf[wild] = 6.24, 13.11, 1.0
+    cols = replace(cols, x=x, y=y, confidence=conf)
+    releases, _, session = _live(cols, arrival)
+    assert session.counters.invalid == len(wild) == 5
+    recorded = cols.to_batch("mm", "recording")
+    kept, left_out = within_bounds(recorded)
+    assert left_out.positions == len(wild)
+    replayed = Session(CONFIG, reorder=False).run(kept)
+    as_gaze = Session(CONFIG, reorder=False).run(recorded)  # were they gaze, the chunks would differ
+    assert len(releases) == len(replayed) >= 8
+    assert any(not np.array_equal(a.values, b.values) for a, b in zip(replayed, as_gaze, strict=True))
+    for got, want in zip(releases, replayed, strict=True):
+        np.testing.assert_array_equal(got.t, want.t)
+        np.testing.assert_array_equal(got.values, want.values)

@@ -23,10 +23,10 @@ from .test_lagging_eyes import PLUGIN, install_plugin, start_plugin
 pytestmark = pytest.mark.real_capture
 
 SEED = 41
-#: every feature funded (ε 10 / 52 each: a lattice as coarse as the former default's 26 features
-#: at 10 / 26). Since the shipped allocation funds one feature at ε 10, the noise's lattice is fine
-#: enough that a live/offline difference in that feature (wordbook1_distinct, an eye lagging 1.3 s)
-#: showed in 1 of 3 runs: an open finding (#38's closing note) this test does not yet pin down
+#: every feature funded (ε 10 / 52 each), so every feature is compared. With an eye lagging, Capture's
+#: binocular mapper publishes gaze far off the scene (y 13, confidence 1.0); the replay held it to the
+#: public plausibility bounds and the live session did not, so 3 chunks in 12 differed in 24 features
+#: until the live session held its gaze to the same bounds
 SMALL = {"chunk_length": 8, "window": 8.0, "step": 0.5, "weights": "equal"}
 
 
