@@ -77,13 +77,14 @@ class PipelineInput:
     def within_bounds(self, cols: GazeColumns, *, count: bool = True) -> tuple[GazeColumns, int]:
         """Live ``cols`` held to the per-sample plausibility bounds, as a replay of the recording
         would hold them (:func:`~streamdp.plausibility.columns_within_bounds`), and how many positions
-        that made invalid. What is left out is logged the first time it is ``count``-ed."""
+        that made invalid. What is left out is logged the first time it is ``count``-ed, at INFO: the
+        real Capture's binocular mapper sends such gaze whenever an eye process lags (the status counts it)."""
         kept, left_out = columns_within_bounds(cols)
         if not count:
             return kept, 0
         if (left_out.positions or left_out.diameters) and not self._told:
             self._told = True
-            log.warning("%s: %s (further ones are counted, not logged)", self.source, left_out.describe())
+            log.info("%s: %s (further ones are counted, not logged)", self.source, left_out.describe())
         return kept, left_out.positions
 
     def unit_for(self, cols: GazeColumns) -> DiameterUnit | None:
