@@ -24,6 +24,7 @@ import zmq
 from streamdp.cli import build_parser
 from streamdp.config import SessionConfig
 from streamdp.network.simulator import CaptureSimulator
+from streamdp.plausibility import MAX_SCENE_WIDTHS
 from streamdp.pupil_wire import WORLD_FPS, capture_datums, encode, recording_datums
 from streamdp.session import Session
 from streamdp.sinks import CollectingSink
@@ -67,6 +68,12 @@ def test_a_lagging_eye_is_as_late_as_the_real_captures(lagged):
     # binocular gaze goes on between the episodes, on time
     binocular = np.array([d["topic"] == "gaze.3d.01." for d in gaze])
     assert 0.2 < binocular.mean() < 0.8 and lateness[binocular].max() <= 1.0 / WORLD_FPS
+    # as an episode begins, one binocular datum goes out paired, its gaze off the scene as the real
+    # Capture's (y 13 at confidence 1.0), its pupils where the eyes looked
+    off = [d for d in gaze if max(abs(v - 0.5) for v in d["norm_pos"]) > MAX_SCENE_WIDTHS]
+    assert len(off) >= 5 and all(d["topic"] == "gaze.3d.01." and len(d["base_data"]) == 2 for d in off)
+    assert all(b - a > 3.0 for a, b in pairwise(sorted(d["timestamp"] for d in off)))  # one an episode
+    assert all(max(abs(v - 0.5) for v in b["norm_pos"]) < 1 for d in off for b in d["base_data"])
 
 
 def test_every_datum_leaves_once_and_the_leave_times_never_go_back(lagged):
@@ -203,7 +210,9 @@ def test_a_live_session_loses_none_of_a_lagging_eyes_gaze_off_the_wire():
     releases, session = _live(lagged)
     counters = session.counters
     assert counters.received == len(_gaze(lagged))
-    assert (counters.late, counters.invalid, counters.restarts) == (0, 0, 0)
+    # the gaze the real Capture puts off the scene as an eye falls behind counts invalid, nothing else
+    off_scene = sum(1 for _, d in _gaze(lagged) if max(abs(v - 0.5) for v in d["norm_pos"]) > MAX_SCENE_WIDTHS)
+    assert (counters.late, counters.invalid, counters.restarts) == (0, off_scene, 0) and off_scene >= 4
     # the same chunks, bit for bit, as the same datums sent in time order, each with its frame
     frame = 1.0 / WORLD_FPS
     t0 = float(rec.gaze.t[0])

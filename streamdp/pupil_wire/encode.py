@@ -126,6 +126,27 @@ def _eye_lag_episodes(t: np.ndarray, eye_lag: float, rng: np.random.Generator) -
     return lagging.tolist(), lag.tolist()
 
 
+#: how far off the scene's centre (scene heights) the real Capture put binocular gaze as an eye process
+#: fell behind: (6.2, 13.1) and (6.4, 13.3), at confidence 1.0 (2 of 9,175 gaze datums in one minute, 8 of
+#: 9,192 in another, tests/real_capture/test_recording.py)
+OFF_SCENE = (11.0, 14.0)
+
+
+def _off_scene(lagging: list[int], binocular: list[bool], rng: np.random.Generator) -> dict[int, tuple[float, float]]:
+    """The first binocular sample of each lag episode and the position off the scene its gaze goes out at: Capture's
+    matcher still pairs the falling eye's last pupil datum with the other eye's (gaze_mapping/matching.py), and the
+    binocular gazer's nearest point of two rays that no longer meet (gazer_3d/gazer_headset.py, mirrored when behind
+    the eyes) projects far off the scene."""
+    firsts = [i for i, eye in enumerate(lagging) if eye >= 0 and (i == 0 or lagging[i - 1] < 0)]
+    out: dict[int, tuple[float, float]] = {}
+    for i in firsts:
+        j = next((k for k in range(i, min(i + 8, len(lagging))) if binocular[k]), None)
+        x, dy, up = rng.uniform(-7.0, 7.0), rng.uniform(*OFF_SCENE), rng.random() < 0.5
+        if j is not None:
+            out[j] = (0.5 + x, 0.5 + (dy if up else -dy))
+    return out
+
+
 def capture_datums(
     recording: Recording, *, monocular_share: float = 0.15, seed: int = 0, eye_lag: float = 0.0
 ) -> Iterator[tuple[float, dict[str, Any]]]:
@@ -143,7 +164,9 @@ def capture_datums(
     nothing: binocular samples go out as monocular gaze of alternating eyes, the lagging eye's
     (the gaze with its pupil datum) at the first world frame after ``t + lag``, in order among
     themselves, the other eye's as the matcher holds monocular gaze (up to
-    :data:`MATCHER_LATENESS`). ``eye_lag=0`` sends what it always did.
+    :data:`MATCHER_LATENESS`). As each episode begins, its first binocular sample still goes out
+    paired and on time, its gaze far off the scene (:data:`OFF_SCENE`, as the real Capture sends it):
+    a live session and a replay both count it invalid. ``eye_lag=0`` sends what it always did.
 
     Raises
     ------
@@ -177,6 +200,9 @@ def _capture_datums(
     lag = rng.uniform(0.0, MATCHER_LATENESS - frame, len(g)).tolist()
     # drawn after the rest: eye_lag=0 sends what it always did
     lagging_eye, lag_behind = _eye_lag_episodes(np.asarray(g.t, dtype=float), eye_lag, rng) if eye_lag > 0 else ([], [])
+    eyes_of = g.eye_id.tolist()
+    both = [bool(v) and e in (BINOCULAR, UNKNOWN_EYE) for v, e in zip(g.valid.tolist(), eyes_of, strict=True)]
+    off_scene = _off_scene(lagging_eye, both, rng) if eye_lag > 0 else {}
     # (leaves at, monocular last within a burst, sequence, datums)
     queue: list[tuple[float, int, int, list[dict[str, Any]]]] = []
     if recording.blinks is not None:
@@ -199,11 +225,13 @@ def _capture_datums(
             continue
         binocular = eye in (BINOCULAR, UNKNOWN_EYE)
         lagging = lagging_eye[i] if lagging_eye else -1
-        # while an eye process lags, the matcher finds no partner for anything
-        eyes = ((i % 2,) if unmatched[i] or lagging >= 0 else (0, 1)) if binocular else (int(eye),)
+        # while an eye process lags, the matcher finds no partner (but as the episode begins)
+        paired = binocular and (i in off_scene or not (unmatched[i] or lagging >= 0))
+        eyes = (0, 1) if paired else (i % 2,) if binocular else (int(eye),)
         late = len(eyes) == 1
         base = [pupil_datum(e, t, c, x, y, d, unit) for e in eyes]
-        datums = [gaze_datum(t, x, y, c, eyes, base, unit), *base]
+        gx, gy = off_scene.get(i, (x, y))
+        datums = [gaze_datum(t, gx, gy, c, eyes, base, unit), *base]
         if late and eyes[0] == lagging:  # mapped as soon as its pupil datum reaches the world process
             at = leaves(t + lag_behind[i])
         else:
