@@ -13,6 +13,7 @@ clock, as the plugin does (``advance_to`` once a deadline has passed).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 import numpy as np
@@ -118,17 +119,21 @@ def test_gaze_later_than_the_chunk_window_is_counted_late_by_name_and_restarts_n
     assert len(releases) >= 6
 
 
-def test_gaze_beyond_the_plausibility_bounds_is_invalid_live_as_in_the_replayed_recording(stream):
+def test_gaze_beyond_the_plausibility_bounds_is_invalid_live_as_in_the_replayed_recording(stream, caplog):
     # the real Capture's binocular mapper, with an eye lagging, published gaze at (6.2, 13.1) with
     # confidence 1.0; a replay of the recording holds it to the public bounds (invalid), and so
     # must the live session, or the same gaze makes other chunks live than replayed
     cols, arrival = stream
-    wild = np.flatnonzero(cols.valid & (cols.t > cols.t[0] + 30.0))[:: 2000][:5]
+    wild = np.flatnonzero(cols.valid & (cols.t > cols.t[0] + 30.0))[::2000][:5]
     x, y, conf = cols.x.copy(), cols.y.copy(), cols.confidence.copy()
     x[wild], y[wild], conf[wild] = 6.24, 13.11, 1.0
     cols = replace(cols, x=x, y=y, confidence=conf)
-    releases, _, session = _live(cols, arrival)
+    with caplog.at_level(logging.INFO, logger="streamdp.pipeline_input"):
+        releases, _, session = _live(cols, arrival)
     assert session.counters.invalid == len(wild) == 5
+    # said once, naming the source and the bound; the rest are counted
+    told = [r.getMessage() for r in caplog.records if "plausibility bounds" in r.getMessage()]
+    assert len(told) == 1 and "beyond 10 scene widths), counted as invalid" in told[0] and told[0].startswith("gaze: ")
     recorded = cols.to_batch("mm", "recording")
     kept, left_out = within_bounds(recorded)
     assert left_out.positions == len(wild)
