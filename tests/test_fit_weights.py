@@ -277,3 +277,47 @@ def test_the_loader_fills_unlisted_features_and_names_the_file(tmp_path):
         load_weights_file(tmp_path / "none.json")
     with pytest.raises(TypeError, match="path must be a str or path"):
         load_weights_file(3)  # type: ignore[arg-type]
+
+
+def test_the_recordings_read_on_worker_processes_give_the_fit_read_here(study, tmp_path, caplog):
+    """``fit_manifest`` reads each recording on a process of its own: the rows come back in the
+    manifest's order (the fit is the same, bit for bit, on 1 or 3 workers), a recording too short
+    is said once, here, where the caller's logging is, and a recording that cannot be read is
+    refused by name from the worker."""
+    root, _ = study
+    manifest = root / "manifest.csv"
+    short = generate(duration=10.0, rate=100.0, seed=99, person=0, task="reading").recording
+    write_capture_recording(short, tmp_path / "short")
+    wild = generate(duration=SECONDS, rate=100.0, seed=98, person=1, task="search").recording
+    x = wild.gaze.x.copy()
+    x[100] = 50.0  # 50 scene widths off: left out by the reader, which says so
+    write_capture_recording(replace(wild, gaze=replace(wild.gaze, x=x)), tmp_path / "wild")
+    header, *rest = manifest.read_text().splitlines()
+    lines = [header, *(f"{root / line.split(',', 1)[0]},{line.split(',', 1)[1]}" for line in rest)]
+    with_short = tmp_path / "with_short.csv"
+    added = [f"{tmp_path / 'short'},P0,reading,f,kiel", f"{tmp_path / 'wild'},P1,search,m,kiel"]
+    with_short.write_text("\n".join([*lines, *added]) + "\n")
+    here, _ = fit_manifest(with_short, task="task", protect="participant", workers=1)
+    said_here = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    caplog.clear()
+    spread, _ = fit_manifest(with_short, task="task", protect="participant", workers=3)
+    for f in fields(FittedWeights):
+        a, b = getattr(here, f.name), getattr(spread, f.name)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
+    # what the workers logged is said here, by the same loggers, as reading here says it
+    said = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert sorted(said) == sorted(said_here)
+    assert [m for *_, m in said if "feature steps" in m] == ["skipped short: only 0 feature steps"]
+    assert [m for *_, m in said if m.startswith(str(tmp_path / "wild"))], said
+    (tmp_path / "empty").mkdir()  # there, but no recording
+    broken = tmp_path / "broken.csv"
+    broken.write_text("\n".join([*lines, f"{tmp_path / 'empty'},P0,reading,f,kiel"]) + "\n")
+    with pytest.raises(InputError, match="empty"):
+        fit_manifest(broken, task="task", workers=2)
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True], ids=["zero", "negative", "float", "bool"])
+def test_fit_manifest_refuses_a_worker_count_that_is_not_a_count(study, workers):
+    root, _ = study
+    with pytest.raises(ValueError, match=f"workers must be an int ≥ 1 or None, got {workers!r}"):
+        fit_manifest(root / "manifest.csv", task="task", workers=workers)

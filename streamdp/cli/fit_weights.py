@@ -29,6 +29,7 @@ from .common import add_csv_options, csv_layout, output_file, write_atomically
 from .console import say
 from .format import counted
 from .options import add_config_file_option, add_config_options, checked, config_from, reads
+from .parsing import COUNT
 from .progress import AFTER, Progress
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default="weights.json", help="the weights file to write, .json")
     p.add_argument("--name", help="the allocation's name in ledgers (default: the file's stem)")
+    p.add_argument("--jobs", type=COUNT, help="local worker processes reading the recordings, ≥ 1 (default: all cores)")
     add_config_file_option(p)
     add_config_options(p, READS)
     add_csv_options(p)
@@ -103,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
             layout=layout,
             each=progress.advance,
             epsilon=epsilon,
+            workers=args.jobs,
         )
     text = json.dumps(fitted.document(name=name, manifest_digest=digest), indent=1) + "\n"
     write_atomically(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

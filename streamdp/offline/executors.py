@@ -18,6 +18,7 @@ extra (``pip install 'streamdp[dask]'``), imported only when a job runs on it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import signal
@@ -28,7 +29,10 @@ from typing import Any, TypeVar
 
 from ..errors import StreamdpError
 
-__all__ = ["EXECUTORS", "check_executor", "dask_results", "default_workers", "job_results", "pool_results", "progress"]
+__all__ = [
+    "EXECUTORS", "check_executor", "dask_results", "default_workers", "job_results", "logged", "pool_results",
+    "progress", "said",
+]
 
 #: where the jobs may run
 EXECUTORS = ("processes", "dask")
@@ -238,3 +242,36 @@ def pool_results(
             proc.join(5)
         raise
     pool.shutdown()
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg, record.args, record.exc_info = record.getMessage(), None, None  # plain text: picklable
+        self.records.append(record)
+
+
+def logged(fn: Callable[..., _T], *args: Any) -> tuple[_T, list[logging.LogRecord]]:
+    """``fn(*args)`` and what it logged on ``streamdp``'s loggers (at the level those are set to),
+    kept instead of said: a job run on a worker process returns them for :func:`said` to say in
+    the caller's process, where its logging is configured (a spawned worker has none)."""
+    root = logging.getLogger("streamdp")
+    collect, propagate = _Collect(), root.propagate
+    root.addHandler(collect)
+    root.propagate = False
+    try:
+        return fn(*args), collect.records
+    finally:
+        root.removeHandler(collect)
+        root.propagate = propagate
+
+
+def said(records: Iterable[logging.LogRecord]) -> None:
+    """Say here what :func:`logged` kept, each through the logger that made it."""
+    for record in records:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)

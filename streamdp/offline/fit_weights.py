@@ -15,10 +15,12 @@ of them; :meth:`FittedWeights.document` is the weights file
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -28,8 +30,12 @@ from ..errors import InputError
 from ..privacy.allocation import separability, split_weights, usefulness
 from ..schema import N_FEATURES
 from .epsilon_fit import EpsilonFit, fit_for_epsilon
+from .executors import logged
 from .fitted_weights import OBJECTIVE, FittedWeights, _frozen, unit_noise
 from .recordings import CsvLayout
+
+if TYPE_CHECKING:
+    from .grid import LabelledRecording
 
 __all__ = ["OBJECTIVE", "FittedWeights", "fit_manifest", "fit_training_fold", "fit_weights", "unit_noise"]
 
@@ -280,11 +286,16 @@ def fit_manifest(
     layout: CsvLayout | None = None,
     each: Callable[[], object] | None = None,
     epsilon: float | None = None,
+    workers: int | None = None,
 ) -> tuple[FittedWeights, str]:
     """Fit on every recording of a manifest (the format ``streamdp evaluate`` reads), their
     feature rows made by the session core as ``streamdp features`` makes them (a recording too
     short for 20 steps is skipped with a warning, as the evaluation skips it); and the manifest's
     SHA-256. ``each`` is called after each recording; ``epsilon``: as :func:`fit_weights`.
+
+    The recordings are read and their rows made on ``workers`` local processes (default: every
+    core this process may run on; 1: here, one after another), each recording a job of its own;
+    the rows are then put in the manifest's order, so the fit is the same however many there are.
 
     Raises
     ------
@@ -292,7 +303,7 @@ def fit_manifest(
         The manifest cannot be read or lacks the ``task`` or ``protect`` column, a recording
         cannot be read, or the fit is refused (:func:`fit_weights`); each named with the manifest.
     TypeError, ValueError
-        As :func:`fit_weights`.
+        As :func:`fit_weights`; ``workers`` not an int ≥ 1.
 
     Examples
     --------
@@ -301,9 +312,9 @@ def fit_manifest(
     ...
     streamdp.errors.InputError: /no/such/manifest.csv: cannot read manifest: No such file or directory
     """
-    from .grid import feature_signals
+    from .executors import default_workers, job_results, said
+    from .grid import log_skipped
     from .manifest import read_manifest_rows
-    from .recordings import open_recording
 
     path = Path(manifest)
     rows = read_manifest_rows(path)
@@ -316,13 +327,28 @@ def fit_manifest(
         _label_values([{"participant": r.participant, "task": r.task, **r.labels} for r in rows], task, protect)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be an int ≥ 1 or None, got {workers!r}")
     cfg = config or SessionConfig()
+    tasks = [(row.recording, row.participant, row.task, row.labels) for row in rows]
+    count = default_workers() if workers is None else workers
+    by_row: dict[int, tuple[str, LabelledRecording | None, int]] = {}
+    # spawn, not fork: a fork after scikit-learn or BLAS started threads can deadlock the child
+    done = job_results(_logged_rows, tasks, workers=min(count, len(tasks)), shared=(layout, cfg),
+                       start_method="spawn")  # fmt: skip
+    with closing(done):
+        for i, (result, records) in done:
+            said(records)  # what reading it logged, said here as it finishes
+            by_row[i] = result
+            if each is not None:
+                each()
     labelled = []
-    for row in rows:
-        rec = open_recording(row.recording, layout, cfg)
-        labelled += feature_signals([(rec, row.participant, row.task)], cfg, [row.labels])
-        if each is not None:
-            each()
+    for i in range(len(rows)):
+        name, one, steps = by_row[i]
+        if one is None:
+            log_skipped(name, steps)
+        else:
+            labelled.append(one)
     if not labelled:
         raise InputError(f"{path}: no recording gives 20 feature steps: there is nothing to fit on")
     try:
@@ -331,3 +357,24 @@ def fit_manifest(
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
     return fitted, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _recording_rows(
+    layout: CsvLayout | None,
+    config: SessionConfig,
+    recording: str,
+    participant: str,
+    task: str,
+    labels: Mapping[str, str],
+) -> tuple[str, LabelledRecording | None, int]:
+    """A manifest row's job: its recording read, its name, feature rows (None: too short) and steps."""
+    from .grid import labelled_rows
+    from .recordings import open_recording
+
+    rec = open_recording(recording, layout, config)
+    return (rec.name, *labelled_rows(rec, participant, task, config, labels))
+
+
+def _logged_rows(*args: Any) -> tuple[tuple[str, LabelledRecording | None, int], list[logging.LogRecord]]:
+    """:func:`_recording_rows` on a worker, with what it logged (a recording's samples left out, …)."""
+    return logged(_recording_rows, *args)

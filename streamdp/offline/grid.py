@@ -26,12 +26,16 @@ from .classify import Released, label_utility, reidentification, task_classifica
 from .postprocessed import post_processor, postprocess_parts
 
 __all__ = [
-    "EVALUATE_MECHANISMS", "EvaluationPlan", "GridPoint", "LabelledRecording", "Sanitized", "feature_signals",
-    "grid_config", "offline_mechanism", "point_base", "point_rows", "result_rows", "sanitize", "utility_rows",
+    "EVALUATE_MECHANISMS", "MIN_STEPS", "EvaluationPlan", "GridPoint", "LabelledRecording", "Sanitized",
+    "feature_signals", "grid_config", "labelled_rows", "log_skipped", "offline_mechanism", "point_base", "point_rows",
+    "result_rows", "sanitize", "utility_rows",
 ]
 
 #: the evaluation's logger (a skipped recording is said there)
 log = logging.getLogger("streamdp.offline.evaluate")
+
+#: a recording with fewer feature steps is too short to train or test on: it is skipped
+MIN_STEPS = 20
 
 #: what a grid point may name: no noise, a streaming mechanism of the registry, or an offline one
 EVALUATE_MECHANISMS: tuple[str, ...] = ("none", *MECHANISMS, *OFFLINE_MECHANISMS)
@@ -78,13 +82,27 @@ def feature_signals(
     cfg = config or SessionConfig()
     out = []
     for i, (rec, participant, task) in enumerate(items):
-        rows = Session.for_recording(cfg, rec).feature_rows(rec)
-        if len(rows) < 20:
-            log.warning("skipped %s: only %d feature steps", rec.name, len(rows))
-            continue
-        extra = dict(labels[i]) if labels is not None else {}
-        out.append(LabelledRecording(rec.name, participant, task, rows.values, rows.t, extra))
+        labelled, steps = labelled_rows(rec, participant, task, cfg, labels[i] if labels is not None else None)
+        if labelled is None:
+            log_skipped(rec.name, steps)
+        else:
+            out.append(labelled)
     return out
+
+
+def labelled_rows(
+    rec: Recording, participant: str, task: str, config: SessionConfig, labels: Mapping[str, str] | None = None
+) -> tuple[LabelledRecording | None, int]:
+    """One recording's feature rows (:func:`feature_signals`) and their count; None in their place
+    below :data:`MIN_STEPS` (the caller says so: :func:`log_skipped`)."""
+    rows = Session.for_recording(config, rec).feature_rows(rec)
+    if len(rows) < MIN_STEPS:
+        return None, len(rows)
+    return LabelledRecording(rec.name, participant, task, rows.values, rows.t, dict(labels or {})), len(rows)
+
+
+def log_skipped(name: str, steps: int) -> None:
+    log.warning("skipped %s: only %d feature steps", name, steps)
 
 
 #: the released steps of one recording (the old name)
