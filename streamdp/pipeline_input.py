@@ -74,14 +74,12 @@ class PipelineInput:
         self._blinks = []
         return batch, blinks
 
-    def within_bounds(self, cols: GazeColumns, *, count: bool = True) -> tuple[GazeColumns, int]:
+    def within_bounds(self, cols: GazeColumns) -> tuple[GazeColumns, int]:
         """Live ``cols`` held to the per-sample plausibility bounds, as a replay of the recording
         would hold them (:func:`~streamdp.plausibility.columns_within_bounds`), and how many positions
-        that made invalid. What is left out is logged the first time it is ``count``-ed, at INFO: the
-        real Capture's binocular mapper sends such gaze whenever an eye process lags (the status counts it)."""
+        that made invalid. What is left out is logged the first time, at INFO: the real Capture's
+        binocular mapper sends such gaze whenever an eye process lags (the status counts it)."""
         kept, left_out = columns_within_bounds(cols)
-        if not count:
-            return kept, 0
         if (left_out.positions or left_out.diameters) and not self._told:
             self._told = True
             log.info("%s: %s (further ones are counted, not logged)", self.source, left_out.describe())

@@ -41,6 +41,7 @@ __all__ = [
     "implausible",
     "implausible_diameter",
     "implausible_position",
+    "plausible_position",
     "share",
     "within_bounds",
 ]
@@ -95,6 +96,18 @@ def implausible_position(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDAr
     """Which positions lie beyond :data:`MAX_SCENE_WIDTHS` of the scene's centre (NaN: none)."""
     with np.errstate(invalid="ignore"):
         return (np.abs(x - 0.5) > MAX_SCENE_WIDTHS) | (np.abs(y - 0.5) > MAX_SCENE_WIDTHS)
+
+
+def plausible_position(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Which positions are finite and within :data:`MAX_SCENE_WIDTHS` of the scene's centre.
+
+    Examples
+    --------
+    >>> plausible_position(np.array([0.5, 6.2, np.nan, np.inf]), np.array([0.5, 13.1, 0.5, 0.5])).tolist()
+    [True, False, False, False]
+    """
+    with np.errstate(invalid="ignore"):
+        return (np.abs(x - 0.5) <= MAX_SCENE_WIDTHS) & (np.abs(y - 0.5) <= MAX_SCENE_WIDTHS)
 
 
 def implausible_diameter(diameter: NDArray[np.float64], diameter_unit: str) -> NDArray[np.bool_]:

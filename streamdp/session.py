@@ -300,7 +300,7 @@ class Session(SessionOutput, Stage[GazeColumns, "list[PrivateRelease]"]):
         if leap or not ahead.settled or dec.pending_oldest < max(ahead.newest, dec.pending_newest) - ahead.behind:
             return False
         if self.gaze is not None and dec.pending > self._read and not self.exhausted:
-            self.gaze.receive(self._input.within_bounds(dec.peek(self._read), count=False)[0])  # counted when taken
+            self.gaze.receive(dec.peek(self._read))  # its positions held to the bounds there, counted when taken
         self._read = dec.pending
         return True
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from streamdp.config import SessionConfig
-from streamdp.kernels.smoothing import causal_smooth, check_smoothing
+from streamdp.kernels.smoothing import CausalMedian, causal_smooth, check_smoothing
 from streamdp.synthetic import generate
 
 
@@ -85,3 +85,26 @@ def test_few_rows_give_numpy_s_medians_bit_for_bit(k):
         expected = np.array([np.median(padded[i : i + k], axis=0) for i in range(m)])
         assert np.array_equal(out, expected) and np.array_equal(carried, padded[-(k - 1) :])
         history = carried
+
+
+@pytest.mark.parametrize("k", [3, 9, 31])
+def test_the_channel_s_running_median_is_causal_smooth_bit_for_bit_however_batched(k):
+    """:class:`CausalMedian` (the privatizer's, history in Python floats) gives the bits of
+    :func:`causal_smooth` on the whole stream, in batches of one tick, of a few and of more than
+    it sorts in Python, and starts again after ``reset`` as a new stream does."""
+    rng = np.random.default_rng(k)
+    values = rng.laplace(size=(300, 2)) * 2.0**-30 // 2.0**-30  # on a lattice: ties, as released
+    whole, _ = causal_smooth(values, f"median{k}")
+    median = CausalMedian(k)
+    cuts = [1, 2, 3, 20, 21, 60, 61, 62, 299]
+    parts = [median(part) for part in np.split(values, cuts)]
+    assert np.array_equal(np.concatenate(parts), whole)
+    median.reset()
+    assert np.array_equal(median(values[100:101]), values[100:101])
+    assert np.array_equal(median(values[:0]), values[:0])
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 10], ids=["zero", "one", "two", "even"])
+def test_a_running_median_of_no_odd_length_is_refused(k):
+    with pytest.raises(ValueError, match=f"k must be odd and ≥ 3, got {k}"):
+        CausalMedian(k)

@@ -118,6 +118,10 @@ def test_samples_converted_refuse_times_not_finite_and_drop_unknown_positions():
     samples = ticks.convert(cols([0.0, 0.01, 0.02], np.array([0.5, np.nan, 0.5])), "c")
     assert samples.use.tolist() == [True, False, True]  # a position that is not finite takes no part
     assert np.isfinite(Ticks.concat([ticks.update(samples), ticks.flush()]).deg).all()
+    # nor one beyond the plausibility bounds (10 scene widths: the real Capture's binocular mapper
+    # with an eye lagging), as the replay of the recording leaves it out; at the bound it is gaze
+    for x, use in ((10.5, True), (np.nextafter(10.5, 11.0), False), (-9.5, True), (-9.6, False), (-np.inf, False)):
+        assert ticks.convert(cols([0.0, 0.01, 0.02], np.array([0.5, x, 0.5])), "c").use.tolist() == [True, use, True]
 
 
 def test_the_ticks_between_two_times_do_not_depend_on_the_gaze():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -30,8 +32,7 @@ def norm_to_degrees(
     >>> np.round(ax, 6).tolist(), np.round(ay, 6).tolist()
     ([0.0, 45.0], [0.0, 0.0])
     """
-    tx = np.tan(np.radians(fov_deg[0]) / 2.0) * 2.0
-    ty = np.tan(np.radians(fov_deg[1]) / 2.0) * 2.0
+    tx, ty = _image_widths(float(fov_deg[0]), float(fov_deg[1]))
     return np.degrees(np.arctan((x - 0.5) * tx)), np.degrees(np.arctan((y - 0.5) * ty))
 
 
@@ -39,6 +40,12 @@ def degrees_to_norm(
     ax: NDArray[np.float64], ay: NDArray[np.float64], fov_deg: tuple[float, float]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Inverse of :func:`norm_to_degrees`."""
-    tx = np.tan(np.radians(fov_deg[0]) / 2.0) * 2.0
-    ty = np.tan(np.radians(fov_deg[1]) / 2.0) * 2.0
+    tx, ty = _image_widths(float(fov_deg[0]), float(fov_deg[1]))
     return np.tan(np.radians(ax)) / tx + 0.5, np.tan(np.radians(ay)) / ty + 0.5
+
+
+@lru_cache(maxsize=16)
+def _image_widths(fov_x: float, fov_y: float) -> tuple[np.float64, np.float64]:
+    """The image plane's width per unit focal length on each axis, ``2·tan(fov / 2)``: computed
+    once per field of view (the live channel converts a tick or a burst at a time)."""
+    return np.tan(np.radians(fov_x) / 2.0) * 2.0, np.tan(np.radians(fov_y) / 2.0) * 2.0

@@ -25,7 +25,9 @@ from numpy.typing import NDArray
 
 from .adaptive_median import adaptive_medians, few_adaptive_medians
 
-__all__ = ["MAX_SMOOTHING_TICKS", "causal_smooth", "check_smoothing", "smoothing_lag", "smoothing_length"]
+__all__ = [
+    "MAX_SMOOTHING_TICKS", "CausalMedian", "causal_smooth", "check_smoothing", "smoothing_lag", "smoothing_length",
+]
 
 #: the longest on-device median, in ticks (half a second at 60 Hz: longer lags the gaze too much)
 MAX_SMOOTHING_TICKS = 31
@@ -138,3 +140,49 @@ def causal_smooth(values: _F64, name: str, history: _F64 | None = None) -> tuple
     win = sliding_window_view(padded, k, axis=0)  # (m, 2, k)
     out = np.median(win, axis=-1) if name.startswith("median") else np.mean(win, axis=-1)
     return np.asarray(out, dtype=np.float64), padded[-(k - 1) :].copy()
+
+
+class CausalMedian:
+    """:func:`causal_smooth` of one stream of (m, 2) positions by a median of odd length ``k``, its
+    history carried between calls as Python floats: a live tick's call sorts two windows of ``k``
+    floats, without NumPy's per-call cost; bit for bit the values :func:`causal_smooth` gives (an
+    odd median is the middle of the sorted window).
+
+    Examples
+    --------
+    >>> median = CausalMedian(3)
+    >>> median(np.array([[0.0, 0.0], [9.0, 1.0]])).tolist(), median(np.array([[1.0, 1.0]])).tolist()
+    ([[0.0, 0.0], [0.0, 0.0]], [[1.0, 1.0]])
+    """
+
+    def __init__(self, k: int) -> None:
+        if k < 3 or k % 2 == 0:
+            raise ValueError(f"k must be odd and ≥ 3, got {k!r}")
+        self.k = k
+        self.reset()
+
+    def reset(self) -> None:
+        """A new stream: its first position is repeated backwards."""
+        self._xs: list[float] = []
+        self._ys: list[float] = []
+
+    def __call__(self, values: _F64) -> _F64:
+        m, k = len(values), self.k
+        if not m:
+            return values
+        if m > _FEW:
+            history = None if not self._xs else np.array([self._xs, self._ys], dtype=np.float64).T
+            out, rest = causal_smooth(values, f"median{k}", history)
+            assert rest is not None
+            self._xs, self._ys = rest[:, 0].tolist(), rest[:, 1].tolist()
+            return out
+        xs, ys = values[:, 0].tolist(), values[:, 1].tolist()
+        if not self._xs:
+            self._xs, self._ys = [xs[0]] * (k - 1), [ys[0]] * (k - 1)
+        wx, wy, mid = self._xs + xs, self._ys + ys, k // 2
+        out = np.empty((m, 2))
+        for i in range(m):
+            out[i, 0] = sorted(wx[i : i + k])[mid]
+            out[i, 1] = sorted(wy[i : i + k])[mid]
+        self._xs, self._ys = wx[-(k - 1) :], wy[-(k - 1) :]
+        return out

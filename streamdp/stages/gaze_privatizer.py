@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..kernels.geometry import degrees_to_norm
-from ..kernels.smoothing import MAX_SMOOTHING_TICKS, causal_smooth, check_smoothing, smoothing_length
+from ..kernels.smoothing import MAX_SMOOTHING_TICKS, CausalMedian, causal_smooth, check_smoothing, smoothing_length
 from ..privacy.frozen import freeze_constant
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
 from ..privacy.ledger_store import LedgerStore
@@ -48,7 +48,10 @@ def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[Pr
         self._charge_ahead(ticks)  # on disk before anything of these ticks is sealed
         res = self.mechanism.release(ticks.deg, self._state, self.rng)
         # public post-processing of what the mechanism released (never of the raw positions)
-        released, self._smoothed = causal_smooth(res.values, self.smoothing, self._smoothed)
+        if self._median is not None:
+            released = self._median(res.values)
+        else:
+            released, self._smoothed = causal_smooth(res.values, self.smoothing, self._smoothed)
         # a position drawn past 90° off axis has no tangent: its scene units are the clipped one's
         # (np.clip's floats for finite values, without its per-call overhead: a tick's wake)
         inside = np.minimum(np.maximum(released, -MAX_OFF_AXIS_DEG), MAX_OFF_AXIS_DEG)
@@ -152,7 +155,10 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
     ) -> None:
         self._mechanism = check_gaze_mechanism(mechanism)
         self.smoothing = check_smoothing(smoothing, max_ticks=MAX_SMOOTHING_TICKS, median_only=True)
-        #: the mechanism's last k - 1 outputs, for the median of the next ticks (None: a new stream)
+        k = smoothing_length(self.smoothing)
+        #: the median of the mechanism's last k outputs, carrying k - 1 of them (None: another filter)
+        self._median = CausalMedian(k) if k > 1 and self.smoothing.startswith("median") else None
+        #: another filter's history: the mechanism's last k - 1 outputs (None: a new stream)
         self._smoothed: np.ndarray | None = None
         if ledger is not None and not isinstance(ledger, LedgerStore):
             raise TypeError(f"ledger must be a LedgerStore or None, got {ledger!r}")
@@ -173,7 +179,6 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
             GENERATOR_KEY: self._rng.ledger_label,
             "smoothing": self.smoothing,
         }
-        k = smoothing_length(self.smoothing)
         smoothed = "" if k == 1 else (
             f" and, through the public {'adaptive ' * self.smoothing.startswith('adaptive')}median of the last {k} "
             f"outputs, the {k - 1} ticks after it"
@@ -253,3 +258,5 @@ class GazePrivatizer(Stage[Ticks, "list[PrivateRelease]"]):
         still counts, so a restart cannot buy a fresh window's budget, nor the ledger's block
         already charged. The median starts again with the new stream's first tick."""
         self._smoothed = None
+        if self._median is not None:
+            self._median.reset()

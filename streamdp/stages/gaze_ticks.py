@@ -1,11 +1,10 @@
 """Gaze positions on a public tick grid: one position per tick for interactive apps (issue #20).
 
-:class:`GazeTicks` turns ordered gaze into one position in degrees per tick ``t_k = k / rate``
-(``k`` an integer) of the source clock. Like the step grid of the features
-(:mod:`streamdp.stages.schedule`), the grid is public: gaps, blinks and restarts never move it,
-and the number and times of the ticks between two times never depend on the gaze. The ticks are
-raw: a privacy mechanism noises ``deg`` before anything leaves the device, and ``has_gaze`` (a
-raw function of the gaze) never leaves it.
+:class:`GazeTicks` turns ordered gaze into one position in degrees per tick ``t_k = k / rate`` (``k`` an
+integer) of the source clock. Like the step grid of the features (:mod:`streamdp.stages.schedule`), the grid
+is public: gaps, blinks and restarts never move it, and the number and times of the ticks between two times
+never depend on the gaze. The ticks are raw: a privacy mechanism noises ``deg`` before anything leaves the
+device, and ``has_gaze`` (a raw function of the gaze) never leaves it.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from numpy.typing import NDArray
 from ..errors import TimestampOrderError
 from ..gaze import GazeBatch, GazeColumns
 from ..kernels.geometry import norm_to_degrees
+from ..plausibility import plausible_position
 from .base import Stage
 from .event_config import EventConfig
 
@@ -292,9 +292,9 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         return out
 
     def convert(self, cols: GazeColumns, source: str) -> TickSamples:
-        """Decoded gaze (any order) as the ticks read it: each row's tick, whether it is usable
-        (valid, a finite position, ``confidence >= min_confidence``) and its position in degrees,
-        elementwise, so that converting a burst once gives the bits converting any part of it would.
+        """Decoded gaze (any order) as the ticks read it: each row's tick, whether it is usable (valid,
+        a :func:`~streamdp.plausibility.plausible_position`, ``confidence >= min_confidence``) and its
+        position in degrees, elementwise: converting a burst once gives the bits converting any part would.
 
         Raises
         ------
@@ -304,7 +304,7 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         t, x, y = cols.t, np.ascontiguousarray(cols.x), np.ascontiguousarray(cols.y)
         if not np.isfinite(t).all():
             raise TimestampOrderError(f"{source}: the gaze channel's samples are not finite times")
-        use = cols.valid & np.isfinite(x) & np.isfinite(y) & (cols.confidence >= self.min_confidence)
+        use = cols.valid & plausible_position(x, y) & (cols.confidence >= self.min_confidence)
         return TickSamples(t, self.tick_of(t), use, *norm_to_degrees(x, y, self.fov_deg), source)
 
     def _take(self, batch: GazeBatch | TickSamples) -> Ticks:
