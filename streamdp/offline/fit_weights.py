@@ -15,10 +15,10 @@ of them; :meth:`FittedWeights.document` is the weights file
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import fields
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -290,8 +290,9 @@ def fit_manifest(
 ) -> tuple[FittedWeights, str]:
     """Fit on every recording of a manifest (the format ``streamdp evaluate`` reads), their
     feature rows made by the session core as ``streamdp features`` makes them (a recording too
-    short for 20 steps is skipped with a warning, as the evaluation skips it); and the manifest's
-    SHA-256. ``each`` is called after each recording; ``epsilon``: as :func:`fit_weights`.
+    short for :data:`~streamdp.offline.grid.MIN_STEPS` steps is skipped with a warning, as the
+    evaluation skips it); and the manifest's SHA-256. ``each`` is called after each recording;
+    ``epsilon``: as :func:`fit_weights`.
 
     The recordings are read and their rows made on ``workers`` local processes (default: every
     core this process may run on; 1: here, one after another), each recording a job of its own;
@@ -313,7 +314,7 @@ def fit_manifest(
     streamdp.errors.InputError: /no/such/manifest.csv: cannot read manifest: No such file or directory
     """
     from .executors import default_workers, job_results, said
-    from .grid import log_skipped
+    from .grid import MIN_STEPS, log_skipped
     from .manifest import read_manifest_rows
 
     path = Path(manifest)
@@ -334,7 +335,7 @@ def fit_manifest(
     count = default_workers() if workers is None else workers
     by_row: dict[int, tuple[str, LabelledRecording | None, int]] = {}
     # spawn, not fork: a fork after scikit-learn or BLAS started threads can deadlock the child
-    done = job_results(_logged_rows, tasks, workers=min(count, len(tasks)), shared=(layout, cfg),
+    done = job_results(partial(logged, _recording_rows), tasks, workers=min(count, len(tasks)), shared=(layout, cfg),
                        start_method="spawn")  # fmt: skip
     with closing(done):
         for i, (result, records) in done:
@@ -350,7 +351,7 @@ def fit_manifest(
         else:
             labelled.append(one)
     if not labelled:
-        raise InputError(f"{path}: no recording gives 20 feature steps: there is nothing to fit on")
+        raise InputError(f"{path}: no recording gives {MIN_STEPS} feature steps: there is nothing to fit on")
     try:
         fitted = fit_training_fold(labelled, range(len(labelled)), task=task, protect=protect, config=cfg,
                                    epsilon=epsilon)  # fmt: skip
@@ -367,14 +368,10 @@ def _recording_rows(
     task: str,
     labels: Mapping[str, str],
 ) -> tuple[str, LabelledRecording | None, int]:
-    """A manifest row's job: its recording read, its name, feature rows (None: too short) and steps."""
+    """A manifest row's job (run through :func:`~streamdp.offline.executors.logged`): its recording
+    read, its name, feature rows (None: too short) and steps."""
     from .grid import labelled_rows
     from .recordings import open_recording
 
     rec = open_recording(recording, layout, config)
     return (rec.name, *labelled_rows(rec, participant, task, config, labels))
-
-
-def _logged_rows(*args: Any) -> tuple[tuple[str, LabelledRecording | None, int], list[logging.LogRecord]]:
-    """:func:`_recording_rows` on a worker, with what it logged (a recording's samples left out, …)."""
-    return logged(_recording_rows, *args)

@@ -25,9 +25,8 @@ def _as_dict(value: Any) -> Any:
     raise TypeError(f"cannot digest {type(value).__name__}")
 
 
-_pack = msgpack.Packer(use_bin_type=True).pack
-#: the bytes _pack gives for plain(value), without walking value in Python first
-_pack_frozen = msgpack.Packer(use_bin_type=True, default=_as_dict).pack
+#: the bytes msgpack gives for plain(value), without walking value in Python first
+_pack = msgpack.Packer(use_bin_type=True, default=_as_dict).pack
 
 
 def frozen_copy(a: object, name: str) -> NDArray[np.float64]:
@@ -109,7 +108,7 @@ def digest(
 ) -> bytes:
     h = hashlib.blake2b(key=key, digest_size=32, person=b"streamdp.release")
     # the header fixes both shapes, so the raw array bytes after it cannot be re-cut
-    h.update(_pack_frozen([list(t.shape), list(values.shape), list(names), ledger, clipped]))
+    h.update(_pack([list(t.shape), list(values.shape), list(names), ledger, clipped]))
     h.update(t.tobytes())
     h.update(values.tobytes())
     return h.digest()
