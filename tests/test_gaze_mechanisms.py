@@ -245,6 +245,28 @@ def test_positions_are_clipped_to_the_field_before_noise(cls):
 
 
 @pytest.mark.parametrize("cls", CLASSES)
+def test_one_tick_in_python_floats_is_the_arrays_release_bit_for_bit(cls):
+    """``release_one`` (a live wake's tick) draws the same noise from the same pool and gives the bits
+    ``release`` gives, tick after tick across pool refills: inside, past and on the field's edge,
+    on exact halves of the lattice (ties to even), signed zeros."""
+    mech = cls(epsilon=20.0, w=60, field=(30.0, 20.0))
+    gamma = mech.lattice
+    rows = np.random.default_rng(3).uniform(-40, 40, (150, 2))
+    rows[:8] = [[0.0, -0.0], [-0.0, 0.0], [30.0, -20.0], [100.0, -500.0], [2.5 * gamma, -3.5 * gamma],
+                [0.5 * gamma, -0.5 * gamma], [-31.0, 20.0], [29.999999, 19.999999]]  # fmt: skip
+    one, arrays = mech.new_state(), mech.new_state()
+    rng_one, rng_arrays = secure_generator(7), secure_generator(7)
+    for x, y in rows.tolist():
+        vx, vy, eps, clipped = mech.release_one(x, y, one, rng_one)
+        ref = mech.release(np.array([[x, y]]), arrays, rng_arrays)
+        assert np.array([vx, vy]).tobytes() == ref.values[0].tobytes()
+        assert (eps, clipped) == (float(ref.epsilon[0]), ref.clipped_fraction == 1.0)
+    assert one.ticks == arrays.ticks == len(rows)
+    with pytest.raises(InputError, match=f"{mech.name}: position at tick 0 is not finite"):
+        mech.release_one(math.nan, 0.0, one, rng_one)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
 @pytest.mark.parametrize(
     "positions",
     [np.zeros((3,)), np.zeros((3, 3)), [[0.0, math.nan]], [[math.inf, 0.0]]],

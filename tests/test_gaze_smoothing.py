@@ -99,6 +99,9 @@ def test_the_channel_s_running_median_is_causal_smooth_bit_for_bit_however_batch
     cuts = [1, 2, 3, 20, 21, 60, 61, 62, 299]
     parts = [median(part) for part in np.split(values, cuts)]
     assert np.array_equal(np.concatenate(parts), whole)
+    median.reset()  # a live wake's tick at a time, through push, between batches
+    pushed = [median(values[:3])] + [np.array([median.push(x, y)]) for x, y in values[3:200].tolist()]
+    assert np.concatenate([*pushed, median(values[200:])]).tobytes() == whole.tobytes()
     median.reset()
     assert np.array_equal(median(values[100:101]), values[100:101])
     assert np.array_equal(median(values[:0]), values[:0])

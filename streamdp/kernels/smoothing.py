@@ -166,6 +166,16 @@ class CausalMedian:
         self._xs: list[float] = []
         self._ys: list[float] = []
 
+    def push(self, x: float, y: float) -> tuple[float, float]:
+        """One position in, its median out: ``self(np.array([[x, y]]))`` without the arrays."""
+        k = self.k
+        if not self._xs:
+            self._xs, self._ys = [x] * (k - 1), [y] * (k - 1)
+        wx, wy = [*self._xs, x], [*self._ys, y]
+        self._xs, self._ys = wx[1:], wy[1:]
+        mid = k // 2
+        return sorted(wx)[mid], sorted(wy)[mid]
+
     def __call__(self, values: _F64) -> _F64:
         m, k = len(values), self.k
         if not m:

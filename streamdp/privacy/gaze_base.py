@@ -124,6 +124,16 @@ def pooled_laplace(rng: RandomSource, state: GazeState, key: str, t: float, coun
     return pool[:count]
 
 
+def pooled_laplace_row(rng: RandomSource, state: GazeState, key: str, t: float, width: int) -> list[int]:
+    """:func:`pooled_laplace` of one row, as Python ints: the same draw from the same pool."""
+    pool = state.pools.get(key)
+    if pool is None or not pool.shape[0]:
+        pool = discrete_laplace(rng, t, (NOISE_BLOCK, width))
+    state.pools[key] = pool[1:]
+    row: list[int] = pool[0].tolist()
+    return row
+
+
 def lattice_noise(rng: RandomSource, x: _F64, scale: float, gamma: float) -> _I64:
     """``round(x/γ) + Z`` per element, ``Z`` exact discrete Laplace of scale ``scale/γ`` (lattice units)."""
     z = discrete_laplace(rng, scale / gamma, x.shape)
@@ -241,6 +251,21 @@ class GazeMechanism(BaseMechanism):
             raise TypeError(f"state must be a GazeState from {type(self).__name__}.new_state(), got {state!r}")
         return state
 
+    def release_one(self, x: float, y: float, state: GazeState, rng: RandomSource) -> tuple[float, float, float, bool]:
+        """One tick's :meth:`release` in Python floats (a live wake's): the released position, the ε per degree it
+        spent and whether the field clipped it; the very bits and draws :meth:`release` of ``[[x, y]]`` gives.
+
+        Raises
+        ------
+        InputError
+            ``x`` or ``y`` is not finite.
+        TypeError
+            ``state`` is not a :class:`GazeState`, or ``rng`` not a random source.
+        """
+        out = self.release(np.array([[x, y]], dtype=np.float64), state, rng)
+        vx, vy = out.values[0].tolist()
+        return vx, vy, float(out.epsilon[0]), out.clipped_fraction > 0.0
+
     @staticmethod
     def _output(values: NDArray[Any], epsilon: NDArray[Any], clipped_fraction: float) -> GazeOutput:
         return GazeOutput(frozen_array(values, np.float64), frozen_array(epsilon, np.float64), clipped_fraction)
@@ -311,4 +336,5 @@ __all__ = [
     "check_field",
     "lattice_noise",
     "metric_calibration",
+    "pooled_laplace_row",
 ]

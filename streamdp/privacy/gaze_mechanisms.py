@@ -13,6 +13,7 @@ They are not chunk mechanisms and are not in :data:`~streamdp.privacy.mechanisms
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -20,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import InputError
 from .gaze_base import (
     DEFAULT_FIELD,
     MAX_SCALE_DEG,
@@ -29,6 +31,7 @@ from .gaze_base import (
     GazeState,
     metric_calibration,
     pooled_laplace,
+    pooled_laplace_row,
 )
 from .gaze_budget import GazeBudgetDistribution
 from .randomness import RandomSource, as_random_source
@@ -112,6 +115,22 @@ class GazeUniform(GazeMechanism):
         k = np.rint(x / self.lattice).astype(np.int64) + z
         st.ticks += m
         return self._output(k * self.lattice, np.full(m, self.epsilon_tick), clipped_fraction)
+
+    def release_one(self, x: float, y: float, state: GazeState, rng: RandomSource) -> tuple[float, float, float, bool]:
+        """:meth:`release` of one tick in Python floats: ``round`` is NumPy's ``rint`` (both half to even), a
+        Python int times a float is the int64 array's product (both round the int to the nearest float first)."""
+        if type(self) is not GazeUniform:  # a subclass (the audit's altered variants) releases through its release()
+            return super().release_one(x, y, state, rng)
+        src = as_random_source(rng)
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise InputError(f"{self.name}: position at tick 0 is not finite (give the public centre (0, 0))")
+        fx, fy = self.field
+        cx, cy = min(max(x, -fx), fx), min(max(y, -fy), fy)
+        st = self._check_state(state)
+        zx, zy = pooled_laplace_row(src, st, "position", self.noise_scale / self.lattice, 2)
+        gamma = self.lattice
+        st.ticks += 1
+        return (round(cx / gamma) + zx) * gamma, (round(cy / gamma) + zy) * gamma, self.epsilon_tick, (cx, cy) != (x, y)
 
     @property
     def _spend_sentence(self) -> str:

@@ -41,11 +41,44 @@ GAZE_NAMES = ("x_deg", "y_deg", "x_norm", "y_norm")
 
 
 def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[PrivateRelease]]:
+    def seal(self: GazePrivatizer, t: np.ndarray, values: np.ndarray, epsilon: float, clipped: float) -> PrivateRelease:
+        """One tick's release, sealed with its ledger entry."""
+        self._spent += epsilon
+        entry: dict[str, Any] = {
+            # the guarantee in words at every whole second of the public grid
+            **(self._public if round(float(t[0]) * self.rate) % self._every == 0 else self._brief),
+            "tick_index": self._ticks,
+            "epsilon_tick_per_degree": epsilon,
+            "epsilon_spent_per_degree": self._spent,
+            "clipped_fraction": clipped,
+        }
+        if self._ledger is not None:
+            # what was charged by this tick's block, a function of its index alone (the write
+            # itself may come earlier, for a whole batch): the same whatever the batching
+            blocks = self._ticks // self._every + 1
+            entry["epsilon_charged_per_degree"] = self._charged + blocks * self.second_bound
+        self._ticks += 1
+        return mint.seal(t=t, values=values, names=GAZE_NAMES, ledger=entry, clipped_fraction=clipped)
+
+    def one(self: GazePrivatizer, ticks: Ticks) -> PrivateRelease:
+        """One tick (a live wake's) in Python floats, bit for bit what the arrays give: the mechanism's
+        ``release_one``, the median's ``push``, and NumPy's ``tan`` for the scene units (never ``math.tan``,
+        whose last bit may differ from the replay's)."""
+        x, y = ticks.deg[0].tolist()
+        vx, vy, epsilon, clipped = self.mechanism.release_one(x, y, self._state, self.rng)
+        if self._median is not None:
+            vx, vy = self._median.push(vx, vy)
+        ix, iy = (min(max(v, -MAX_OFF_AXIS_DEG), MAX_OFF_AXIS_DEG) for v in (vx, vy))
+        nx, ny = degrees_to_norm(np.array([ix]), np.array([iy]), self.fov_deg)
+        return seal(self, ticks.t, np.array([[vx, vy, float(nx[0]), float(ny[0])]]), epsilon, float(clipped))
+
     def update(self: GazePrivatizer, ticks: Ticks) -> list[PrivateRelease]:
         """Perturb each tick's position and seal it; one release per tick, in order."""
         if not len(ticks.t):
             return []
         self._charge_ahead(ticks)  # on disk before anything of these ticks is sealed
+        if len(ticks.t) == 1 and (self._median is not None or self.smoothing == "none"):
+            return [one(self, ticks)]
         res = self.mechanism.release(ticks.deg, self._state, self.rng)
         # public post-processing of what the mechanism released (never of the raw positions)
         if self._median is not None:
@@ -53,38 +86,15 @@ def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[Pr
         else:
             released, self._smoothed = causal_smooth(res.values, self.smoothing, self._smoothed)
         # a position drawn past 90° off axis has no tangent: its scene units are the clipped one's
-        # (np.clip's floats for finite values, without its per-call overhead: a tick's wake)
+        # (np.clip's floats for finite values, without its per-call overhead)
         inside = np.minimum(np.maximum(released, -MAX_OFF_AXIS_DEG), MAX_OFF_AXIS_DEG)
         values = np.empty((len(released), 4))
         values[:, :2] = released
         values[:, 2], values[:, 3] = degrees_to_norm(inside[:, 0], inside[:, 1], self.fov_deg)
-        out: list[PrivateRelease] = []
-        for i in range(len(ticks.t)):
-            self._spent += float(res.epsilon[i])
-            entry: dict[str, Any] = {
-                # the guarantee in words at every whole second of the public grid
-                **(self._public if round(float(ticks.t[i]) * self.rate) % self._every == 0 else self._brief),
-                "tick_index": self._ticks,
-                "epsilon_tick_per_degree": float(res.epsilon[i]),
-                "epsilon_spent_per_degree": self._spent,
-                "clipped_fraction": res.clipped_fraction,
-            }
-            if self._ledger is not None:
-                # what was charged by this tick's block, a function of its index alone (the write
-                # itself may come earlier, for a whole batch): the same whatever the batching
-                blocks = self._ticks // self._every + 1
-                entry["epsilon_charged_per_degree"] = self._charged + blocks * self.second_bound
-            self._ticks += 1
-            out.append(
-                mint.seal(
-                    t=ticks.t[i : i + 1],
-                    values=values[i : i + 1],
-                    names=GAZE_NAMES,
-                    ledger=entry,
-                    clipped_fraction=res.clipped_fraction,
-                )
-            )
-        return out
+        return [
+            seal(self, ticks.t[i : i + 1], values[i : i + 1], float(res.epsilon[i]), res.clipped_fraction)
+            for i in range(len(ticks.t))
+        ]
 
     return update
 
