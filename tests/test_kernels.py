@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamdp.kernels.dispersion import grow_extent, segment_mean_var, window_dispersion
-from streamdp.kernels.geometry import degrees_to_norm, norm_to_degrees
+from streamdp.kernels.geometry import degrees_to_norm, degrees_to_norm_one, norm_to_degrees
 from streamdp.kernels.sparse_table import range_max
 from streamdp.kernels.wordbook import NgramCounter, encode_saccades, ngram_code
 
@@ -67,6 +67,17 @@ def test_degrees_round_trip():
     bx, by = norm_to_degrees(nx, ny, (99.0, 53.0))
     np.testing.assert_allclose(bx, ax, atol=1e-12)
     np.testing.assert_allclose(by, ax / 2, atol=1e-12)
+
+
+@pytest.mark.parametrize("fov", [(99.0, 53.0), (139.0, 83.0), (82.0, 82.0)])
+def test_one_position_in_python_floats_is_the_arrays_scene_units_bit_for_bit(fov):
+    """A live tick's scene units (one NumPy ``tan`` for both axes) are the bits the replay's arrays
+    get, whatever the arrays' length, across the field and at signed zeros and the clip."""
+    ax = np.concatenate([np.random.default_rng(2).uniform(-89.999, 89.999, 500), [0.0, -0.0, 89.999, -89.999]])
+    ay = ax[::-1].copy()
+    nx, ny = degrees_to_norm(ax, ay, fov)
+    one = np.array([degrees_to_norm_one(x, y, fov) for x, y in zip(ax.tolist(), ay.tolist(), strict=True)])
+    assert one.tobytes() == np.column_stack([nx, ny]).tobytes()
 
 
 def test_alphabet_has_24_letters_in_the_documented_sectors():

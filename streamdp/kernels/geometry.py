@@ -44,6 +44,20 @@ def degrees_to_norm(
     return np.tan(np.radians(ax)) / tx + 0.5, np.tan(np.radians(ay)) / ty + 0.5
 
 
+def degrees_to_norm_one(ax: float, ay: float, fov_deg: tuple[float, float]) -> tuple[float, float]:
+    """:func:`degrees_to_norm` of one position, in Python floats with one NumPy ``tan`` for both axes
+    (never ``math.tan``, whose last bit may differ from NumPy's): the bits the arrays give.
+
+    Examples
+    --------
+    >>> degrees_to_norm_one(45.0, 0.0, (90.0, 60.0))
+    (1.0, 0.5)
+    """
+    tx, ty = _image_widths(float(fov_deg[0]), float(fov_deg[1]))
+    tan_x, tan_y = np.tan(np.radians(np.array([ax, ay], dtype=np.float64))).tolist()
+    return tan_x / float(tx) + 0.5, tan_y / float(ty) + 0.5
+
+
 @lru_cache(maxsize=16)
 def _image_widths(fov_x: float, fov_y: float) -> tuple[np.float64, np.float64]:
     """The image plane's width per unit focal length on each axis, ``2·tan(fov / 2)``: computed

@@ -81,6 +81,8 @@ def freeze(value: Any, where: str) -> Any:
             # a ledger is mostly scalars: they are taken here, without a call and its label
             if v is None or kind is str or kind is bool or kind is int or (kind is float and math.isfinite(v)):
                 out[k] = v
+            elif _CONSTANT.get(id(v)) is v:  # frozen once (a tick's public fields): not walked again
+                out[k] = v
             else:
                 out[k] = freeze(v, f"{where}[{k!r}]")
         return MappingProxyType(out)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.geometry import degrees_to_norm
+from ..kernels.geometry import degrees_to_norm, degrees_to_norm_one
 from ..kernels.smoothing import MAX_SMOOTHING_TICKS, CausalMedian, causal_smooth, check_smoothing, smoothing_length
 from ..privacy.frozen import freeze_constant
 from ..privacy.gaze_mechanisms import GAZE_MECHANISMS, GazeMechanism
@@ -69,8 +69,8 @@ def _update_with(mint: ReleaseMint) -> Callable[[GazePrivatizer, Ticks], list[Pr
         if self._median is not None:
             vx, vy = self._median.push(vx, vy)
         ix, iy = (min(max(v, -MAX_OFF_AXIS_DEG), MAX_OFF_AXIS_DEG) for v in (vx, vy))
-        nx, ny = degrees_to_norm(np.array([ix]), np.array([iy]), self.fov_deg)
-        return seal(self, ticks.t, np.array([[vx, vy, float(nx[0]), float(ny[0])]]), epsilon, float(clipped))
+        nx, ny = degrees_to_norm_one(ix, iy, self.fov_deg)
+        return seal(self, ticks.t, np.array([[vx, vy, nx, ny]]), epsilon, float(clipped))
 
     def update(self: GazePrivatizer, ticks: Ticks) -> list[PrivateRelease]:
         """Perturb each tick's position and seal it; one release per tick, in order."""

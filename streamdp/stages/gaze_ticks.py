@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,7 +55,8 @@ class Ticks:
 
     @classmethod
     def empty(cls) -> Ticks:
-        return cls(np.empty(0), np.empty((0, 2)), np.empty(0, dtype=bool))
+        """No ticks: one read-only instance (a live wake asks for it several times)."""
+        return _NO_TICKS
 
     @staticmethod
     def concat(parts: Sequence[Ticks]) -> Ticks:
@@ -76,6 +78,17 @@ class Ticks:
             np.concatenate([p.deg for p in parts]),
             np.concatenate([p.has_gaze for p in parts]),
         )
+
+
+def _read_only(a: NDArray[Any]) -> NDArray[Any]:
+    a.flags.writeable = False
+    return a
+
+
+_CENTRE = _read_only(np.zeros((1, 2)))
+_NO_GAZE, _GAZE = _read_only(np.zeros(1, dtype=bool)), _read_only(np.ones(1, dtype=bool))
+_FIRST = np.zeros(1, dtype=np.intp)
+_NO_TICKS = Ticks(_read_only(np.empty(0)), _read_only(np.empty((0, 2))), _read_only(np.empty(0, dtype=bool)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,8 +328,10 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
             if floor is not None and jump is not None and 0 < floor - self._next <= jump * self.rate:
                 self._next = floor  # near where the topic's ticks stopped: none repeats
         self._last_t = float(batch.t[-1])
-        fresh = k >= self._next
-        if not (every := bool(fresh.all())):
+        # in time order, so in tick order: all fresh when the first is
+        fresh: NDArray[np.bool_] | bool = True
+        if not (every := int(k[0]) >= self._next):
+            fresh = k >= self._next
             self.late += int(np.count_nonzero(~fresh))
         if isinstance(batch, TickSamples):  # converted as it arrived: picked, not converted again
             use = batch.use if every else fresh & batch.use
@@ -370,6 +385,8 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         if start is None or end <= start:
             return Ticks.empty()
         m = end - start
+        if m == 1:  # a live wake's tick
+            return self._emit_one(start)
         deg = np.zeros((m, 2))
         has = np.zeros(m, dtype=bool)
         if self._k:
@@ -398,3 +415,23 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
             self._floor = end
         t = np.arange(start, end, dtype=np.float64) / self.rate
         return Ticks(t, deg, has)
+
+    def _emit_one(self, k: int) -> Ticks:
+        """:meth:`_emit_until` of the one tick ``k``, with a few NumPy calls instead of a batch's
+        (the same bits: its samples' ``reduceat`` sum over their count; its time ``k / rate``)."""
+        deg, has = _CENTRE, _NO_GAZE
+        if self._k:
+            kk, xs, ys = (
+                (self._k[0], self._x[0], self._y[0])
+                if len(self._k) == 1
+                else (np.concatenate(self._k), np.concatenate(self._x), np.concatenate(self._y))
+            )
+            cut = int(np.searchsorted(kk, k + 1, side="left"))
+            if cut:
+                sx, sy = float(np.add.reduceat(xs[:cut], _FIRST)[0]), float(np.add.reduceat(ys[:cut], _FIRST)[0])
+                deg, has = np.array([[sx / cut, sy / cut]]), _GAZE
+            self._k, self._x, self._y = ([kk[cut:]], [xs[cut:]], [ys[cut:]]) if cut < len(kk) else ([], [], [])
+        self._next = k + 1
+        if self.jump is not None:
+            self._floor = k + 1
+        return Ticks(np.array([k / self.rate]), deg, has)
