@@ -10,9 +10,6 @@ device, and ``has_gaze`` (a raw function of the gaze) never leaves it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,94 +20,21 @@ from ..kernels.geometry import norm_to_degrees
 from ..plausibility import plausible_position
 from .base import Stage
 from .event_config import EventConfig
+from .tick_batches import Ticks, TickSamples, read_only
 
 _F64 = NDArray[np.float64]
+__all__ = ["DEFAULT_TICK_RATE", "GazeTicks", "TickSamples", "Ticks"]
 
 #: the public tick rate of the real-time channel, Hz
 DEFAULT_TICK_RATE = 60.0
 _EVENTS = EventConfig()
 
 
-@dataclass(frozen=True, eq=False)
-class Ticks:
-    """Gaze positions at public ticks. Raw: never leaves the device unnoised.
-
-    Attributes
-    ----------
-    t : array of float, shape (m,)
-        Tick times ``k / rate`` on the source clock.
-    deg : array of float, shape (m, 2)
-        Mean gaze (azimuth, elevation) in degrees of the tick's usable samples; the public
-        centre (0.0, 0.0) where it has none.
-    has_gaze : array of bool, shape (m,)
-        Whether the tick had a usable sample. A raw function of the gaze: keep it local.
-    """
-
-    t: _F64
-    deg: _F64
-    has_gaze: NDArray[np.bool_]
-
-    def __len__(self) -> int:
-        return int(self.t.shape[0])
-
-    @classmethod
-    def empty(cls) -> Ticks:
-        """No ticks: one read-only instance (a live wake asks for it several times)."""
-        return _NO_TICKS
-
-    @staticmethod
-    def concat(parts: Sequence[Ticks]) -> Ticks:
-        """Join tick batches in order.
-
-        Examples
-        --------
-        >>> a = Ticks(np.array([0.5]), np.zeros((1, 2)), np.array([False]))
-        >>> len(Ticks.concat([a, Ticks.empty(), a]))
-        2
-        """
-        parts = [p for p in parts if len(p)]
-        if not parts:
-            return Ticks.empty()
-        if len(parts) == 1:
-            return parts[0]
-        return Ticks(
-            np.concatenate([p.t for p in parts]),
-            np.concatenate([p.deg for p in parts]),
-            np.concatenate([p.has_gaze for p in parts]),
-        )
-
-
-def _read_only(a: NDArray[Any]) -> NDArray[Any]:
-    a.flags.writeable = False
-    return a
-
-
-_CENTRE = _read_only(np.zeros((1, 2)))
-_NO_GAZE, _GAZE = _read_only(np.zeros(1, dtype=bool)), _read_only(np.ones(1, dtype=bool))
+#: a tick without gaze (the public centre), and whether a tick had gaze: read-only, shared
+_CENTRE = read_only(np.zeros((1, 2)))
+_NO_GAZE, _GAZE = read_only(np.zeros(1, dtype=bool)), read_only(np.ones(1, dtype=bool))
+#: the first (only) segment of a tick's samples, for reduceat
 _FIRST = np.zeros(1, dtype=np.intp)
-_NO_TICKS = Ticks(_read_only(np.empty(0)), _read_only(np.empty((0, 2))), _read_only(np.empty(0, dtype=bool)))
-
-
-@dataclass(frozen=True, eq=False)
-class TickSamples:
-    """Time-ordered samples as the ticks read them, converted once as they arrived
-    (:meth:`GazeTicks.convert`): times ``t`` (finite, non-decreasing), each row's tick ``k``,
-    whether it is usable (``use``) and its position in degrees (``dx``, ``dy``, read where usable);
-    ``source`` is named in errors. Raw: never leaves the device."""
-
-    t: _F64
-    k: NDArray[np.int64]
-    use: NDArray[np.bool_]
-    dx: _F64
-    dy: _F64
-    source: str = "gaze"
-
-    def __len__(self) -> int:
-        return int(self.t.shape[0])
-
-    def slice(self, start: int, stop: int) -> TickSamples:
-        s = slice(start, stop)
-        return TickSamples(self.t[s], self.k[s], self.use[s], self.dx[s], self.dy[s], self.source)
 
 
 def _number(name: str, value: object) -> float:
