@@ -228,23 +228,35 @@ class GazeMechanism(BaseMechanism):
         arr = np.asarray(positions, dtype=np.float64)
         if arr.ndim != 2 or arr.shape[1] != 2:
             raise InputError(f"{self.name}: positions have shape {arr.shape}, expected (m, 2) degrees")
-        fx, fy = self.field
-        if arr.shape[0] <= _FEW_TICKS:
-            # a live wake's tick or two: Python's min and max pick the very floats NumPy's clip
-            # would, at a tenth of its per-call cost (anything not finite: refused below)
-            rows, moved, finite = arr.tolist(), 0, True
+        if arr.shape[0] <= _FEW_TICKS:  # a live wake's tick or two: clipped in Python floats
+            rows, moved = arr.tolist(), 0
             for tick, (x, y) in enumerate(rows):
-                finite = finite and math.isfinite(x) and math.isfinite(y)
-                rows[tick] = [min(max(x, -fx), fx), min(max(y, -fy), fy)]
+                rows[tick] = list(self._clip_one(x, y, tick))
                 moved += rows[tick] != [x, y]
-            if finite:
-                return np.array(rows, dtype=np.float64).reshape(arr.shape), moved / len(rows) if rows else 0.0
+            return np.array(rows, dtype=np.float64).reshape(arr.shape), moved / len(rows) if rows else 0.0
         if not np.isfinite(arr).all():
-            tick = int(np.argwhere(~np.isfinite(arr))[0, 0])
-            raise InputError(f"{self.name}: position at tick {tick} is not finite (give the public centre (0, 0))")
+            raise self._not_finite(int(np.argwhere(~np.isfinite(arr))[0, 0]))
+        fx, fy = self.field
         clipped = np.clip(arr, (-fx, -fy), (fx, fy))
         moved = int(np.count_nonzero(np.any(clipped != arr, axis=1)))
         return clipped, moved / arr.shape[0]
+
+    def _clip_one(self, x: float, y: float, tick: int = 0) -> tuple[float, float]:
+        """One position clipped to the field: Python's ``min`` and ``max`` pick the very floats NumPy's
+        ``clip`` would, at a tenth of its per-call cost.
+
+        Raises
+        ------
+        InputError
+            ``x`` or ``y`` is not finite (``tick`` named).
+        """
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise self._not_finite(tick)
+        fx, fy = self.field
+        return min(max(x, -fx), fx), min(max(y, -fy), fy)
+
+    def _not_finite(self, tick: int) -> InputError:
+        return InputError(f"{self.name}: position at tick {tick} is not finite (give the public centre (0, 0))")
 
     def _check_state(self, state: object) -> GazeState:
         if not isinstance(state, GazeState):

@@ -13,7 +13,6 @@ They are not chunk mechanisms and are not in :data:`~streamdp.privacy.mechanisms
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -21,7 +20,6 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import InputError
 from .gaze_base import (
     DEFAULT_FIELD,
     MAX_SCALE_DEG,
@@ -122,10 +120,7 @@ class GazeUniform(GazeMechanism):
         if type(self) is not GazeUniform:  # a subclass (the audit's altered variants) releases through its release()
             return super().release_one(x, y, state, rng)
         src = as_random_source(rng)
-        if not (math.isfinite(x) and math.isfinite(y)):
-            raise InputError(f"{self.name}: position at tick 0 is not finite (give the public centre (0, 0))")
-        fx, fy = self.field
-        cx, cy = min(max(x, -fx), fx), min(max(y, -fy), fy)
+        cx, cy = self._clip_one(x, y)
         st = self._check_state(state)
         zx, zy = pooled_laplace_row(src, st, "position", self.noise_scale / self.lattice, 2)
         gamma = self.lattice

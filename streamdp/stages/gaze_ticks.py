@@ -309,10 +309,7 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         if start is None or end <= start:
             return Ticks.empty()
         m = end - start
-        if m == 1:  # a live wake's tick
-            return self._emit_one(start)
-        deg = np.zeros((m, 2))
-        has = np.zeros(m, dtype=bool)
+        deg, has = (_CENTRE, _NO_GAZE) if m == 1 else (np.zeros((m, 2)), np.zeros(m, dtype=bool))
         if self._k:
             kk, xs, ys = (
                 (self._k[0], self._x[0], self._y[0])
@@ -320,11 +317,14 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
                 else (np.concatenate(self._k), np.concatenate(self._x), np.concatenate(self._y))
             )
             cut = int(np.searchsorted(kk, end, side="left"))
-            if cut:
-                # each tick's own samples, summed apart (reduceat over the tick segments) and
-                # divided by their count: no running sum across ticks
-                if kk[0] == kk[cut - 1]:  # one tick's (a live wake's): one segment
-                    first, count, rows = np.zeros(1, dtype=np.intp), np.array([cut]), kk[:1] - start
+            # each tick's own samples, summed apart (reduceat over the tick segments) and
+            # divided by their count: no running sum across ticks
+            if cut and m == 1:  # a live wake's tick: the same reduceat, divided in Python (the same bits)
+                sx, sy = float(np.add.reduceat(xs[:cut], _FIRST)[0]), float(np.add.reduceat(ys[:cut], _FIRST)[0])
+                deg, has = np.array([[sx / cut, sy / cut]]), _GAZE
+            elif cut:
+                if kk[0] == kk[cut - 1]:  # one tick's: one segment
+                    first, count, rows = _FIRST, np.array([cut]), kk[:1] - start
                 else:
                     first = np.flatnonzero(np.concatenate(([True], kk[1:cut] != kk[: cut - 1])))
                     count = np.diff(np.append(first, cut))
@@ -337,25 +337,5 @@ class GazeTicks(Stage[GazeBatch, Ticks]):
         self._next = end
         if self.jump is not None:
             self._floor = end
-        t = np.arange(start, end, dtype=np.float64) / self.rate
+        t = np.array([start / self.rate]) if m == 1 else np.arange(start, end, dtype=np.float64) / self.rate
         return Ticks(t, deg, has)
-
-    def _emit_one(self, k: int) -> Ticks:
-        """:meth:`_emit_until` of the one tick ``k``, with a few NumPy calls instead of a batch's
-        (the same bits: its samples' ``reduceat`` sum over their count; its time ``k / rate``)."""
-        deg, has = _CENTRE, _NO_GAZE
-        if self._k:
-            kk, xs, ys = (
-                (self._k[0], self._x[0], self._y[0])
-                if len(self._k) == 1
-                else (np.concatenate(self._k), np.concatenate(self._x), np.concatenate(self._y))
-            )
-            cut = int(np.searchsorted(kk, k + 1, side="left"))
-            if cut:
-                sx, sy = float(np.add.reduceat(xs[:cut], _FIRST)[0]), float(np.add.reduceat(ys[:cut], _FIRST)[0])
-                deg, has = np.array([[sx / cut, sy / cut]]), _GAZE
-            self._k, self._x, self._y = ([kk[cut:]], [xs[cut:]], [ys[cut:]]) if cut < len(kk) else ([], [], [])
-        self._next = k + 1
-        if self.jump is not None:
-            self._floor = k + 1
-        return Ticks(np.array([k / self.rate]), deg, has)
