@@ -260,8 +260,7 @@ class Relay:
 
     def run(self) -> SessionCounters:
         """Relay until :meth:`stop`. Returns the counters."""
-        backoff = 0.1
-        attempts = 0
+        backoff, attempts = 0.1, 0
         last_status = time.monotonic()
         try:
             while not self._stop.is_set():
@@ -287,10 +286,11 @@ class Relay:
                     timeout = min(timeout, max(0.0, wait))
                 # a tick's deadline is a time to wake and read, not to read every burst before it
                 pause = self._reads.pause(wait=self._until_due(chunks_only=True), timeout=timeout)
-                if pause > 0:
-                    if self._stop.wait(pause):
-                        break
+                if pause > 0:  # a sleep, not the stop event's wait: its Python costs ~25 µs at a wake a tick
+                    time.sleep(pause)
                     timeout = max(0.0, timeout - pause)
+                if self._stop.is_set():
+                    break
                 if self._sub.poll(math.ceil(timeout * 1000)):
                     self._drain()
                     self._last_gaze = time.monotonic()
