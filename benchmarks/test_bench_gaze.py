@@ -14,7 +14,9 @@
   one without, measured over the same stretch: process CPU seconds per second over
   ``CPU_SECONDS`` of steady state after ``CPU_WARM_SECONDS`` (shorter than
   ``test_relay_cpu_at_a_real_rate``'s 40 s + 40 s, to keep this benchmark near a minute);
-  the summary prints off / on, the target line the difference in % of one core (target <= 0.3).
+  the summary prints off / on, the target line the difference in % of one core. The target
+  (issue #38) is at most twice the floor of waking at the tick rate measured in the same run:
+  ``test_the_floor_of_waking_at_the_tick_rate`` prints the ratio.
 """
 
 from __future__ import annotations
@@ -283,7 +285,8 @@ def test_relay_cpu_with_and_without_the_gaze_channel(benchmark, role, cpu_side_b
             ticks_received_by_the_app=apps.get("streamdp.gaze", 0),
             target=f"(relay CPU at {CPU_RATE:g} Hz over {mine['seconds']:.0f} s after a {CPU_WARM_SECONDS:g} s "
             f"warm-up, both relays on one Capture at once: without the channel {base_share:.2f} % of one core, "
-            f"with it {share:.2f} %, difference {share - base_share:+.2f} % of a core (target <= 0.3); the app "
+            f"with it {share:.2f} %, difference {share - base_share:+.2f} % of a core (target: at most twice the "
+            "floor of this run, test_the_floor_of_waking_at_the_tick_rate); the app "
             f"received {apps.get('streamdp.gaze', 0)} ticks and {apps.get('streamdp.features', 0)} chunks)",
         )
         # the channel ran: 60 ticks a second reached the app through the whole stream
@@ -320,11 +323,13 @@ def _waking_publisher(rate: float, ready_q, out_q) -> None:
     ctx.term()
 
 
-def test_the_floor_of_waking_at_the_tick_rate(benchmark):
+def test_the_floor_of_waking_at_the_tick_rate(benchmark, cpu_side_by_side):
     """The relay without the channel wakes about 4 times a second (its read interval); with it, at
     least once a tick. A process that only wakes and sends 200 bytes at 60 Hz, against one at 4 Hz,
     shows what that alone costs on this machine: the part of the channel's difference no code of
-    streamdp's can remove while each tick goes out within its input frame."""
+    streamdp's can remove while each tick goes out within its input frame. The channel's target
+    (issue #38) is at most twice this floor, in the same run: the relays' difference
+    (``cpu_side_by_side``, measured once a run; on its own this test measures it first) over it."""
     benchmark.group = "the floor: a publisher that only wakes and sends, 4 Hz and 60 Hz"
     ready_q, out_q = SPAWN.Queue(), SPAWN.Queue()
     rates = (4.0, GAZE.gaze_rate)
@@ -356,9 +361,14 @@ def test_the_floor_of_waking_at_the_tick_rate(benchmark):
     shares = benchmark.pedantic(lambda: results, rounds=1, iterations=1)
     assert set(shares) == set(rates) and received >= 0.9 * FLOOR_SECONDS * sum(rates)
     floor = shares[GAZE.gaze_rate] - shares[4.0]
+    with_channel, without = (100.0 * cpu_side_by_side[r]["cpu_s"] / cpu_side_by_side[r]["seconds"]
+                             for r in ("candidate", "baseline"))  # fmt: skip
+    ratio = (with_channel - without) / floor if floor > 0 else float("inf")  # a floor lost in the noise
     benchmark.extra_info.update(
         cpu_percent_at_4_hz=shares[4.0], cpu_percent_at_tick_rate=shares[GAZE.gaze_rate], floor_percent=floor,
+        channel_difference_percent=with_channel - without, channel_over_floor=ratio,
         target=f"(a process that only wakes in a ZeroMQ poll and sends 200 bytes: {shares[4.0]:.2f} % of a core at "
         f"4 Hz, {shares[GAZE.gaze_rate]:.2f} % at {GAZE.gaze_rate:g} Hz: {floor:+.2f} % of a core for waking at "
-        "the tick rate alone, against the gaze channel's target of +0.3)",
+        f"the tick rate alone; the relay's difference with the gaze channel in this run "
+        f"{with_channel - without:+.2f} % of a core, {ratio:.1f}x this floor (target <= 2x))",
     )  # fmt: skip
