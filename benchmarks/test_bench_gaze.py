@@ -230,6 +230,11 @@ def _read_all(endpoints: list[str], stop: threading.Event, counts: dict[str, int
         sub.close(linger=0)
 
 
+def _cpu_percent(run: dict) -> float:
+    """A relay's process CPU over its measured stretch, in % of one core."""
+    return 100.0 * run["cpu_s"] / run["seconds"]
+
+
 @pytest.fixture(scope="module")
 def cpu_side_by_side() -> dict[str, dict]:
     return side_by_side(CPU_WARM_SECONDS, CPU_SECONDS)
@@ -272,13 +277,13 @@ def test_relay_cpu_with_and_without_the_gaze_channel(benchmark, role, cpu_side_b
     benchmark.group = f"relay CPU at {CPU_RATE:g} Hz real time: without / with the gaze channel"
     benchmark.extra_info["role"] = role
     mine = benchmark.pedantic(lambda: cpu_side_by_side[role], rounds=1, iterations=1)
-    share = 100.0 * mine["cpu_s"] / mine["seconds"]
+    share = _cpu_percent(mine)
     benchmark.extra_info.update(cpu_s=mine["cpu_s"], seconds=mine["seconds"], cpu_percent_of_a_core=share,
                                 received_in_stretch=mine["received_in_stretch"])  # fmt: skip
     assert mine["received"] == mine["expected"] and mine["late"] == mine["shed"] == 0
     if role == "candidate":
         base = cpu_side_by_side["baseline"]
-        base_share = 100.0 * base["cpu_s"] / base["seconds"]
+        base_share = _cpu_percent(base)
         apps = mine["apps_received"]
         benchmark.extra_info.update(
             difference_percent_of_a_core=share - base_share,
@@ -361,14 +366,13 @@ def test_the_floor_of_waking_at_the_tick_rate(benchmark, cpu_side_by_side):
     shares = benchmark.pedantic(lambda: results, rounds=1, iterations=1)
     assert set(shares) == set(rates) and received >= 0.9 * FLOOR_SECONDS * sum(rates)
     floor = shares[GAZE.gaze_rate] - shares[4.0]
-    with_channel, without = (100.0 * cpu_side_by_side[r]["cpu_s"] / cpu_side_by_side[r]["seconds"]
-                             for r in ("candidate", "baseline"))  # fmt: skip
+    with_channel, without = (_cpu_percent(cpu_side_by_side[r]) for r in ("candidate", "baseline"))
     ratio = (with_channel - without) / floor if floor > 0 else float("inf")  # a floor lost in the noise
     benchmark.extra_info.update(
         cpu_percent_at_4_hz=shares[4.0], cpu_percent_at_tick_rate=shares[GAZE.gaze_rate], floor_percent=floor,
         channel_difference_percent=with_channel - without, channel_over_floor=ratio,
         target=f"(a process that only wakes in a ZeroMQ poll and sends 200 bytes: {shares[4.0]:.2f} % of a core at "
         f"4 Hz, {shares[GAZE.gaze_rate]:.2f} % at {GAZE.gaze_rate:g} Hz: {floor:+.2f} % of a core for waking at "
-        f"the tick rate alone; the relay's difference with the gaze channel in this run "
+        "the tick rate alone; the relay's difference with the gaze channel in this run "
         f"{with_channel - without:+.2f} % of a core, {ratio:.1f}x this floor (target <= 2x))",
     )  # fmt: skip
